@@ -1,0 +1,40 @@
+"""Record types, Arrow schemas, the manifest format and special-token conventions.
+
+The contract between clozeworks' parts. Imports nothing from the rest of the project.
+"""
+
+from schemas.documents import DOCUMENT, DOCUMENT_FIELDS, STATS_FILE
+from schemas.errors import BadInputError, ClozeError, SchemaError, UsageError
+from schemas.manifest import (
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    PAIR_MODES,
+    SHARD_MODES,
+    Manifest,
+    ShardInfo,
+    read_manifest,
+)
+from schemas.masking import MASK_KINDS, MaskingSettings
+from schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
+
+__all__ = [
+    "DOCUMENT",
+    "DOCUMENT_FIELDS",
+    "FORMAT_VERSION",
+    "MANIFEST_FILE",
+    "MASK_KINDS",
+    "PAIR_MODES",
+    "SHARD_MODES",
+    "STATS_FILE",
+    "VOCAB_KINDS",
+    "BadInputError",
+    "ClozeError",
+    "Manifest",
+    "MaskingSettings",
+    "SchemaError",
+    "ShardInfo",
+    "SpecialTokens",
+    "UsageError",
+    "read_manifest",
+    "special_tokens_for",
+]

@@ -1,0 +1,104 @@
+"""Typed reads from parsed JSON that name the bad field when the type is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from schemas.errors import SchemaError
+
+T = TypeVar("T")
+
+_MISSING = object()
+
+
+class Fields:
+    """A JSON object being read into a dataclass; every error names `source` and the field."""
+
+    def __init__(self, source: str, data: Any, path: str = "") -> None:
+        if not isinstance(data, Mapping):
+            raise SchemaError(source, path or "<top>", f"expected an object, got {_kind(data)}")
+        self.source = source
+        self.data = data
+        self.path = path
+
+    def _name(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def _get(self, key: str, default: Any) -> Any:
+        value = self.data.get(key, _MISSING)
+        if value is _MISSING:
+            if default is _MISSING:
+                raise SchemaError(self.source, self._name(key), "missing")
+            return default
+        return value
+
+    def _fail(self, key: str, expected: str, value: Any) -> SchemaError:
+        return SchemaError(self.source, self._name(key), f"expected {expected}, got {_kind(value)}")
+
+    def get_str(self, key: str, default: Any = _MISSING) -> Any:
+        value = self._get(key, default)
+        if value is not default and not isinstance(value, str):
+            raise self._fail(key, "a string", value)
+        return value
+
+    def get_int(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+        value = self._get(key, default)
+        if value is default:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, "an integer", value)
+        if minimum is not None and value < minimum:
+            raise SchemaError(self.source, self._name(key), f"must be >= {minimum}, got {value}")
+        return value
+
+    def get_float(self, key: str, default: Any = _MISSING, lo: float = 0.0, hi: float = 1.0) -> Any:
+        value = self._get(key, default)
+        if value is default:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._fail(key, "a number", value)
+        if not lo <= value <= hi:
+            raise SchemaError(self.source, self._name(key), f"must be in [{lo}, {hi}], got {value}")
+        return float(value)
+
+    def get_obj(self, key: str, default: Any = _MISSING) -> Any:
+        value = self._get(key, default)
+        if value is default or value is None:
+            return value
+        return Fields(self.source, value, self._name(key))
+
+    def get_list(self, key: str) -> list[Fields]:
+        value = self._get(key, _MISSING)
+        if not isinstance(value, list):
+            raise self._fail(key, "a list", value)
+        return [
+            Fields(self.source, item, f"{self._name(key)}[{i}]") for i, item in enumerate(value)
+        ]
+
+    def get_mapping(self, key: str, value_type: type[T], default: Any = _MISSING) -> dict[str, T]:
+        value = self._get(key, default)
+        if not isinstance(value, Mapping):
+            raise self._fail(key, "an object", value)
+        for k, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, value_type):
+                raise SchemaError(
+                    self.source, f"{self._name(key)}.{k}", f"expected {value_type.__name__}"
+                )
+        return dict(value)
+
+    def get_choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> Any:
+        value = self.get_str(key, default)
+        if value is not default and value not in choices:
+            raise SchemaError(
+                self.source, self._name(key), f"{value!r} is not one of {', '.join(choices)}"
+            )
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
