@@ -1,0 +1,328 @@
+"""Shard files: WebDataset tars whose samples are blocks of sequences (see docs/design.md).
+
+Writing goes through `webdataset.TarWriter` with a fixed mtime, so the same blocks give
+byte-identical tars. Reading streams the tar with `tarfile` and decodes `.npy` members with
+`allow_pickle=False`; nothing in a shard is ever unpickled or extracted to disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import webdataset as wds
+
+from schemas.errors import BadInputError, ClozeError
+from schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
+
+# Every block member, in the order they are written.
+MEMBERS = (
+    "tokens",
+    "offsets",
+    "segments",
+    "labels",
+    "mlm_positions",
+    "mlm_offsets",
+    "mlm_labels",
+)
+
+
+class ShardFormatError(ClozeError):
+    """A shard that cannot be read: the message names the shard, the block or byte offset."""
+
+    def __init__(self, shard: str, where: str, problem: str) -> None:
+        self.shard = shard
+        self.where = where
+        super().__init__(f"{shard}: {where}: {problem}")
+
+
+@dataclass
+class Block:
+    """A run of sequences stored as one tar sample. Arrays follow docs/design.md."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    segments: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    mlm_positions: np.ndarray | None = None
+    mlm_offsets: np.ndarray | None = None
+    mlm_labels: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def sequence(self, i: int) -> np.ndarray:
+        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+
+    def sequences(self) -> list[np.ndarray]:
+        return [self.sequence(i) for i in range(len(self))]
+
+    def predictions(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Pre-masked blocks: (positions, original ids) of sequence i."""
+        if self.mlm_positions is None or self.mlm_offsets is None or self.mlm_labels is None:
+            raise ValueError("this block is not pre-masked")
+        lo, hi = self.mlm_offsets[i], self.mlm_offsets[i + 1]
+        return self.mlm_positions[lo:hi], self.mlm_labels[lo:hi]
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+
+def make_block(
+    sequences: Sequence[np.ndarray],
+    token_dtype: str,
+    segments: Sequence[int] | None = None,
+    labels: Sequence[int] | None = None,
+    predictions: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Block:
+    """Pack sequences (and per-sequence extras) into a `Block` with the on-disk dtypes."""
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = (
+        np.concatenate([np.asarray(s) for s in sequences]).astype(token_dtype, copy=False)
+        if sequences
+        else np.zeros(0, dtype=token_dtype)
+    )
+    block = Block(tokens=tokens, offsets=offsets)
+    if segments is not None:
+        block.segments = np.asarray(segments, dtype=np.int16)
+    if labels is not None:
+        block.labels = np.asarray(labels, dtype=np.int8)
+    if predictions is not None:
+        counts = np.fromiter((len(p[0]) for p in predictions), dtype=np.int64)
+        block.mlm_offsets = np.zeros(len(predictions) + 1, dtype=np.int64)
+        np.cumsum(counts, out=block.mlm_offsets[1:])
+        block.mlm_positions = np.concatenate(
+            [np.asarray(p[0], dtype=np.int16) for p in predictions] or [np.zeros(0, np.int16)]
+        )
+        block.mlm_labels = np.concatenate(
+            [np.asarray(p[1]).astype(token_dtype) for p in predictions]
+            or [np.zeros(0, token_dtype)]
+        )
+    return block
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def encode_block(block: Block) -> dict[str, bytes]:
+    """Member extension -> `.npy` bytes, for the arrays the block has."""
+    out: dict[str, bytes] = {}
+    for name in MEMBERS:
+        array = getattr(block, name)
+        if array is not None:
+            out[f"{name}.npy"] = _npy_bytes(array)
+    return out
+
+
+def decode_block(members: dict[str, bytes], shard: str, key: str) -> Block:
+    """Inverse of `encode_block`; ShardFormatError naming shard and key on any inconsistency."""
+    arrays: dict[str, np.ndarray] = {}
+    for ext, data in members.items():
+        name = ext.removesuffix(".npy")
+        if name not in MEMBERS or not ext.endswith(".npy"):
+            raise ShardFormatError(shard, f"block {key}", f"unexpected member {key}.{ext}")
+        try:
+            arrays[name] = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            problem = f"{ext} is not a valid array ({err})"
+            raise ShardFormatError(shard, f"block {key}", problem) from None
+    if "tokens" not in arrays or "offsets" not in arrays:
+        raise ShardFormatError(shard, f"block {key}", "tokens.npy or offsets.npy missing")
+    block = Block(**arrays)
+    _check_block(block, shard, key)
+    return block
+
+
+def _check_block(block: Block, shard: str, key: str) -> None:
+    def bad(problem: str) -> ShardFormatError:
+        return ShardFormatError(shard, f"block {key}", problem)
+
+    off = block.offsets
+    if off.ndim != 1 or len(off) < 1 or off[0] != 0 or np.any(np.diff(off) < 0):
+        raise bad("offsets are not a non-decreasing list starting at 0")
+    if off[-1] != len(block.tokens):
+        raise bad(f"offsets end at {off[-1]} but there are {len(block.tokens)} tokens")
+    n = len(off) - 1
+    for name in ("segments", "labels"):
+        arr = getattr(block, name)
+        if arr is not None and len(arr) != n:
+            raise bad(f"{name} has {len(arr)} entries for {n} sequences")
+    if block.mlm_offsets is not None:
+        mo = block.mlm_offsets
+        if len(mo) != n + 1 or block.mlm_positions is None or block.mlm_labels is None:
+            raise bad("pre-masked arrays are incomplete")
+        if mo[-1] != len(block.mlm_positions) or len(block.mlm_positions) != len(block.mlm_labels):
+            raise bad("mlm_offsets, mlm_positions and mlm_labels disagree")
+
+
+class ShardWriter:
+    """Writes one shard to `directory` under a temporary name; `close()` renames it.
+
+    The sha256 and size are computed while writing, so a shard is read once, by the trainer.
+    An exception inside `with ShardWriter(...)` removes the temporary file.
+    """
+
+    def __init__(self, directory: str | Path, index: int, token_dtype: str) -> None:
+        self.directory = Path(directory)
+        self.name = shard_name(index)
+        self.index = index
+        self.token_dtype = token_dtype
+        self._tmp = self.directory / f".{self.name}.{uuid.uuid4().hex}.tmp"
+        self._file = _HashingFile(open(self._tmp, "wb"))  # noqa: SIM115 - closed in close()
+        self._tar = wds.TarWriter(self._file, encoder=False, mtime=0.0, user="", group="")
+        self.blocks = 0
+        self.sequences = 0
+        self.tokens = 0
+
+    def write(self, block: Block) -> None:
+        sample: dict[str, Any] = {"__key__": block_key(self.index, self.blocks)}
+        sample.update(encode_block(block))
+        self._tar.write(sample)
+        self.blocks += 1
+        self.sequences += len(block)
+        self.tokens += block.num_tokens
+
+    def close(self) -> ShardInfo:
+        self._tar.close()
+        self._file.close()
+        os.replace(self._tmp, self.directory / self.name)
+        return ShardInfo(
+            name=self.name,
+            sequences=self.sequences,
+            tokens=self.tokens,
+            blocks=self.blocks,
+            bytes=self._file.size,
+            sha256=self._file.sha.hexdigest(),
+        )
+
+    def abort(self) -> None:
+        try:
+            self._tar.close()
+        finally:
+            self._file.close()
+            self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is not None:
+            self.abort()
+
+
+class _HashingFile(io.RawIOBase):
+    """A write-only file that hashes and counts what passes through it."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.sha.update(view)
+        self.size += view.nbytes
+        return self.raw.write(view)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
+
+def write_blocks(
+    directory: str | Path, index: int, token_dtype: str, blocks: Sequence[Block]
+) -> ShardInfo:
+    """Write a whole shard atomically and return its manifest entry."""
+    with ShardWriter(directory, index, token_dtype) as writer:
+        for block in blocks:
+            writer.write(block)
+        return writer.close()
+
+
+def iter_blocks(path: str | Path) -> Iterator[tuple[str, Block]]:
+    """Yield (key, Block) from a shard file in order. ShardFormatError on damage."""
+    name = os.path.basename(str(path))
+    try:
+        fileobj = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as err:
+        raise ShardFormatError(name, "open", err.strerror or str(err)) from None
+    with fileobj:
+        yield from iter_blocks_from(fileobj, name)
+
+
+def iter_blocks_from(fileobj: IO[bytes], name: str) -> Iterator[tuple[str, Block]]:
+    """As `iter_blocks`, from an open binary stream (a local file, a pipe, a URL)."""
+    current: str | None = None
+    members: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r|") as tar:
+            for info in tar:
+                if not info.isfile():
+                    raise ShardFormatError(
+                        name, f"byte {info.offset}", f"{info.name} is not a file"
+                    )
+                key, _, ext = info.name.partition(".")
+                if key != current:
+                    if current is not None:
+                        yield current, decode_block(members, name, current)
+                    current, members = key, {}
+                member = tar.extractfile(info)
+                assert member is not None
+                members[ext] = member.read()
+                if len(members[ext]) != info.size:
+                    raise ShardFormatError(name, f"byte {info.offset}", "truncated member")
+    except tarfile.TarError as err:
+        raise ShardFormatError(name, f"byte {fileobj.tell()}", f"not a valid tar ({err})") from None
+    if current is not None:
+        yield current, decode_block(members, name, current)
+
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        while data := f.read(chunk):
+            sha.update(data)
+    return sha.hexdigest()
+
+
+def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
+    """Write manifest.json atomically; call it after every shard is in place."""
+    path = Path(directory) / MANIFEST_FILE
+    tmp = path.with_name(f".{MANIFEST_FILE}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(manifest.to_json(), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def prepare_output_dir(directory: str | Path) -> Path:
+    """Make `directory` ready for a fresh shard set.
+
+    The old manifest goes first, so an interrupted rerun never leaves a manifest that
+    describes shards being replaced; then old shards and temporary files go.
+    """
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"{out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST_FILE).unlink(missing_ok=True)
+    for old in list(out.glob("shard-*.tar")) + list(out.glob(".*.tmp")):
+        old.unlink()
+    return out
