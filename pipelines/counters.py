@@ -1,0 +1,24 @@
+"""Beam counters under one namespace, and reading them back into `stats.json`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+
+NAMESPACE = "clozeworks"
+
+
+def counter(name: str) -> Any:
+    return Metrics.counter(NAMESPACE, name)
+
+
+def read_counters(result: Any) -> dict[str, int]:
+    """Committed counter values of a finished pipeline, summed over steps, by name."""
+    totals: dict[str, int] = {}
+    query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
+    for item in query["counters"]:
+        value = item.committed if item.committed is not None else item.attempted
+        totals[item.key.metric.name] = totals.get(item.key.metric.name, 0) + int(value or 0)
+    return dict(sorted(totals.items()))
