@@ -1,0 +1,89 @@
+"""Kill -9 after a checkpoint, resume, and end bit-identical to an uninterrupted run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from cloze.cli import main
+
+STEPS = 16
+
+
+def train_args(shards: Path, run: Path) -> list[str]:
+    return [
+        "train",
+        "--data",
+        str(shards),
+        "--output",
+        str(run),
+        "--preset",
+        "bert-tiny",
+        "--max-steps",
+        str(STEPS),
+        "--batch-size",
+        "8",
+        "--save-every",
+        "4",
+        "--keep",
+        "10",
+        "--log-every",
+        "2",
+        "--lr",
+        "5e-4",
+        "--warmup-steps",
+        "3",
+        "--no-progress",
+    ]
+
+
+def losses(run: Path) -> list[tuple]:
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    return [(r["step"], r["mlm_loss"], r["mlm_accuracy"], r["lr"]) for r in map(json.loads, lines)]
+
+
+def test_kill_and_resume_matches_uninterrupted(shards_dir, tmp_path) -> None:
+    whole = tmp_path / "whole"
+    assert main(train_args(shards_dir, whole)) == 0
+
+    broken = tmp_path / "broken"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloze", *train_args(shards_dir, broken)],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    deadline = time.time() + 120
+    while not (broken / "step-0000008" / "COMMITTED").exists():
+        assert proc.poll() is None and time.time() < deadline, "trainer ended before step 8"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (broken / f"step-{STEPS:07d}").exists()
+
+    assert main([*train_args(shards_dir, broken), "--resume"]) == 0
+    a = load_file(whole / f"step-{STEPS:07d}" / "model.safetensors")
+    b = load_file(broken / f"step-{STEPS:07d}" / "model.safetensors")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    assert losses(whole) == losses(broken)
+
+
+def test_an_uncommitted_checkpoint_is_ignored(shards_dir, tmp_path) -> None:
+    run = tmp_path / "run"
+    args = train_args(shards_dir, run)
+    args[args.index("--max-steps") + 1] = "4"
+    assert main(args) == 0
+    # a crash during the next checkpoint write: the directory exists, COMMITTED does not
+    partial = run / "step-0000008"
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"garbage")
+    from trainer.checkpoint import committed_steps
+
+    assert committed_steps(run) == [4]

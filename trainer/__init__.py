@@ -1,0 +1,1 @@
+"""PyTorch training: models, objectives, the streaming loader, the loop, checkpoints, export."""

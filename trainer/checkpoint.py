@@ -1,0 +1,117 @@
+"""Checkpoints: a step directory that counts only once its COMMITTED file exists.
+
+`step-NNNNNNN/` holds `model.safetensors`, `optimizer.pt` (tensors and numbers only, loaded
+with `weights_only=True`), and `state.json` with the scheduler, loader and train state and
+every RNG. The directory is written under a temporary name, `COMMITTED` is written last,
+then it is renamed into place: a crash at any point leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+
+COMMITTED = "COMMITTED"
+_STEP_DIR = re.compile(r"^step-(\d{7})$")
+
+
+def step_dir(run: Path, step: int) -> Path:
+    return run / f"step-{step:07d}"
+
+
+def committed_steps(run: Path) -> list[int]:
+    """Steps with a committed checkpoint, ascending."""
+    if not run.is_dir():
+        return []
+    steps = []
+    for child in run.iterdir():
+        m = _STEP_DIR.match(child.name)
+        if m and (child / COMMITTED).is_file():
+            steps.append(int(m.group(1)))
+    return sorted(steps)
+
+
+def rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "python": _jsonable(random.getstate()),
+        "numpy": _jsonable(np.random.get_state(legacy=False)),
+        "torch": torch.get_rng_state().tolist(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = [s.tolist() for s in torch.cuda.get_rng_state_all()]
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    py = state["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def save_checkpoint(
+    run: Path,
+    step: int,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: dict[str, Any],
+    keep: int,
+) -> Path:
+    """Write a committed checkpoint for `step` and prune all but the newest `keep`."""
+    final = step_dir(run, step)
+    tmp = run / f".{final.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_model(model, str(tmp / "model.safetensors"))
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    (tmp / "state.json").write_text(json.dumps({**state, "rng": rng_state()}), encoding="utf-8")
+    _fsync_dir_files(tmp)
+    (tmp / COMMITTED).write_text(f"{step}\n", encoding="utf-8")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    for old in committed_steps(run)[:-keep] if keep > 0 else []:
+        shutil.rmtree(step_dir(run, old), ignore_errors=True)
+    return final
+
+
+def _fsync_dir_files(directory: Path) -> None:
+    for f in directory.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+
+
+def load_checkpoint(
+    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
+) -> dict[str, Any]:
+    """Load weights (and optimizer) from a committed step directory; returns its state."""
+    if not (path / COMMITTED).is_file():
+        raise FileNotFoundError(f"{path}: not a committed checkpoint")
+    load_model(model, str(path / "model.safetensors"))
+    if optimizer is not None:
+        optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+    state: dict[str, Any] = json.loads((path / "state.json").read_text(encoding="utf-8"))
+    return state
