@@ -1,0 +1,140 @@
+"""`cloze VERB ...`: parse flags, call into pipelines/ and trainer/, turn errors into one line.
+
+Every verb lives in `cloze/commands/<verb>.py` with `add_arguments(parser)` and
+`run(args, beam_argv) -> int`. Verbs that run Beam pipelines accept flags they do not know
+and hand them to Beam's PipelineOptions; the others refuse unknown flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from cloze.commands import (
+    build,
+    clean,
+    dedup,
+    demo,
+    export,
+    inspect,
+    shard,
+    train,
+    vocab,
+)
+from schemas.errors import ClozeError
+
+COMMANDS: dict[str, ModuleType] = {
+    "clean": clean,
+    "dedup": dedup,
+    "vocab": vocab,
+    "shard": shard,
+    "build": build,
+    "train": train,
+    "export": export,
+    "inspect": inspect,
+    "demo": demo,
+}
+
+DESCRIPTION = """\
+Build pretraining corpora for BERT-family encoders and train on them.
+
+  raw text --clean--> docs --dedup--> docs --vocab--> tokenizer
+                                   `--shard (+tokenizer)--> shards --train--> run --export--> hf
+
+Beam verbs (clean, dedup, vocab, shard, build, demo) pass flags they do not know to Beam,
+e.g. --runner DataflowRunner --project P --region R --temp_location gs://B/tmp.
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cloze",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("-v", "--verbose", action="store_true", help="log Beam and library output")
+    sub = parser.add_subparsers(dest="command", metavar="VERB", required=True)
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run one `cloze` command; returns the exit code (never calls sys.exit)."""
+    parser = build_parser()
+    try:
+        args, unknown = parser.parse_known_args(list(argv))
+    except SystemExit as exit_:  # argparse: --help, --version, or a usage error
+        return int(exit_.code or 0)
+    module = COMMANDS[args.command]
+    if unknown and not getattr(module, "BEAM", False):
+        return _fail(args.command, f"unrecognized arguments: {' '.join(unknown)}", 2)
+    _configure_logging(args.verbose)
+    try:
+        return int(module.run(args, unknown) or 0)
+    except ClozeError as err:
+        return _fail(args.command, _one_line(str(err)), err.exit_code)
+    except KeyboardInterrupt:
+        return _fail(args.command, "interrupted", 130)
+    except Exception as err:
+        # Beam re-raises a DoFn's exception with the step appended; unwrap ours.
+        ours = _find_cloze_error(err)
+        if ours is None:
+            raise
+        return _fail(args.command, _one_line(str(ours)), ours.exit_code)
+
+
+def _find_cloze_error(err: BaseException) -> ClozeError | None:
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ClozeError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+_BEAM_SUFFIX = re.compile(r"\s*\[while running '.*?'\]", re.S)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(_BEAM_SUFFIX.sub("", message).split())
+
+
+def _fail(command: str, message: str, code: int) -> int:
+    print(f"cloze {command}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _configure_logging(verbose: bool) -> None:
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        # Beam warns about optional GCP clients on every start; not our user's concern.
+        logging.getLogger().setLevel(logging.ERROR)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"clozeworks {version('clozeworks')}"
+    except PackageNotFoundError:
+        return "clozeworks (not installed)"
+
+
+def entry_point() -> None:
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""One module per verb: HELP, add_arguments(parser), run(args, beam_argv) -> int."""

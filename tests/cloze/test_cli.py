@@ -1,0 +1,128 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import webdataset as wds
+
+from cloze.cli import COMMANDS, main
+
+
+def test_help_lists_every_verb(capsys) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for verb in ("clean", "dedup", "vocab", "shard", "build", "train", "export", "inspect", "demo"):
+        assert verb in out
+    assert set(COMMANDS) >= {
+        "clean",
+        "dedup",
+        "vocab",
+        "shard",
+        "build",
+        "train",
+        "export",
+        "inspect",
+        "demo",
+    }
+    for verb in COMMANDS:
+        assert main([verb, "--help"]) == 0
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "Traceback" not in err[0]
+    return err[0]
+
+
+def test_clean_missing_input_exits_2_naming_it(tmp_path, capsys) -> None:
+    assert main(["clean", "--input", "does-not-exist", "--output", str(tmp_path / "o")]) == 2
+    assert one_error_line(capsys) == (
+        "cloze clean: error: does-not-exist: no such file or directory (or nothing in it)"
+    )
+
+
+@pytest.mark.parametrize("verb", ["train", "inspect"])
+def test_shard_dir_without_manifest_is_refused(tmp_path, capsys, verb) -> None:
+    (tmp_path / "shard-000000.tar").write_bytes(b"\0" * 512)
+    args = (
+        ["train", "--data", str(tmp_path), "--output", str(tmp_path / "run")]
+        if verb == "train"
+        else ["inspect", str(tmp_path)]
+    )
+    assert main(args) == 2
+    assert "no manifest.json" in one_error_line(capsys)
+
+
+def test_unknown_flag_on_a_non_beam_verb_is_bad_usage(tmp_path, capsys) -> None:
+    assert main(["inspect", str(tmp_path), "--runner", "DataflowRunner"]) == 2
+    assert "unrecognized arguments" in one_error_line(capsys)
+
+
+def test_unfinished_verbs_say_so(tmp_path, capsys) -> None:
+    assert main(["export", "--run", str(tmp_path), "--output", str(tmp_path / "hf")]) == 2
+    assert "not available yet" in one_error_line(capsys)
+
+
+def test_bad_docs_dir_for_dedup(tmp_path, capsys) -> None:
+    (tmp_path / "docs").mkdir()
+    assert main(["dedup", "--input", str(tmp_path / "docs"), "--output", str(tmp_path / "o")]) == 2
+    assert "no stats.json" in one_error_line(capsys)
+
+
+def test_demo_runs_the_whole_chain(tmp_path, capsys) -> None:
+    out = tmp_path / "demo"
+    code = main(
+        [
+            "demo",
+            "--output",
+            str(out),
+            "--limit-docs",
+            "400",
+            "--steps",
+            "8",
+            "--vocab-size",
+            "1500",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "MLM loss: first" in printed and "verified: every checksum" in printed
+    manifest = json.loads((out / "shards" / "manifest.json").read_text())
+    urls = [str(out / "shards" / s["name"]) for s in manifest["shards"]]
+    blocks = list(wds.WebDataset(urls, shardshuffle=False).decode())
+    assert sum(len(b["offsets.npy"]) - 1 for b in blocks) == manifest["totals"]["sequences"]
+    assert (out / "run" / "step-0000008" / "COMMITTED").is_file()
+    for stage in ("docs", "tokenizer", "shards", "run"):
+        assert main(["inspect", str(out / stage), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["kind"] in ("docs", "tokenizer", "shards", "run")
+
+
+def test_inspect_verify_names_damaged_shards(shards_dir, tmp_path, capsys) -> None:
+    copy = tmp_path / "shards"
+    shutil.copytree(shards_dir, copy)
+    assert main(["inspect", str(copy), "--verify", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["problems"] == [] and summary["read"]["sequences"] == summary["sequences"]
+    names = sorted(p.name for p in copy.glob("shard-*.tar"))
+    flipped = copy / names[0]
+    data = bytearray(flipped.read_bytes())
+    data[1000] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    (copy / names[1]).unlink()
+    assert main(["inspect", str(copy), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"BAD {names[0]}: sha256 does not match" in out
+    assert f"BAD {names[1]}: file is missing" in out
+
+
+def test_python_dash_m_cloze_works() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "cloze", "--help"], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "demo" in done.stdout

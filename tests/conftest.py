@@ -1,0 +1,47 @@
+"""Shared fixtures: one small corpus, tokenizer and shard set built once per test session
+with the real pipelines (DirectRunner) from the stdlib's docstrings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corpus.demo_corpus import write_demo_corpus
+from corpus.vocab import VocabConfig
+from pipelines.build import BuildConfig, BuildPaths, run_build
+from schemas.manifest import Manifest
+
+SMALL_DOCS = 800
+
+
+@pytest.fixture(scope="session")
+def small_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildPaths, Manifest]:
+    root = tmp_path_factory.mktemp("build")
+    raw = root / "raw" / "docstrings.jsonl.gz"
+    write_demo_corpus(raw, limit=SMALL_DOCS)
+    config = BuildConfig(
+        inputs=[str(raw.parent)],
+        root=str(root),
+        vocab=VocabConfig(kind="wordpiece", vocab_size=2000),
+        max_seq_len=64,
+        sequences_per_shard=300,
+    )
+    return run_build(config, report=lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def shards_dir(small_build: tuple[BuildPaths, Manifest]) -> Path:
+    return Path(small_build[0].shards)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(small_build: tuple[BuildPaths, Manifest]) -> Path:
+    return Path(small_build[0].tokenizer)
+
+
+def write_jsonl(path: Path, records: list[object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
