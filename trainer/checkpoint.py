@@ -47,7 +47,7 @@ def rng_state() -> dict[str, Any]:
         "torch": torch.get_rng_state().tolist(),
     }
     if torch.cuda.is_available():
-        state["cuda"] = [s.tolist() for s in torch.cuda.get_rng_state_all()]
+        state["cuda"] = torch.cuda.get_rng_state().tolist()  # this rank's device
     return state
 
 
@@ -57,7 +57,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state(state["numpy"])
     torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
+        torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8))
 
 
 def _jsonable(value: Any) -> Any:
@@ -80,20 +80,25 @@ def save_checkpoint(
     state: dict[str, Any],
     keep: int,
 ) -> Path:
-    """Write a committed checkpoint for `step` and prune all but the newest `keep`."""
+    """Write a committed checkpoint for `step` and prune all but the newest `keep`.
+
+    `state` is JSON: scheduler, loader positions, RNG states (`rng_state()` per rank), ...
+    """
     final = step_dir(run, step)
     tmp = run / f".{final.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_model(model, str(tmp / "model.safetensors"))
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps({**state, "rng": rng_state()}), encoding="utf-8")
+    (tmp / "state.json").write_text(json.dumps(state), encoding="utf-8")
     _fsync_dir_files(tmp)
     (tmp / COMMITTED).write_text(f"{step}\n", encoding="utf-8")
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
     for old in committed_steps(run)[:-keep] if keep > 0 else []:
+        # Uncommit first: a crash mid-delete leaves a directory nothing will load.
+        (step_dir(run, old) / COMMITTED).unlink()
         shutil.rmtree(step_dir(run, old), ignore_errors=True)
     return final
 

@@ -1,17 +1,29 @@
 """Training configuration: typed dataclasses with the papers' defaults, and the presets.
 
 Sizes are the BERT paper's (Devlin et al. 2019; the small sizes from Turc et al. 2019's
-"Well-Read Students" table): the feed-forward width is always 4 x hidden.
+"Well-Read Students" table): the feed-forward width is always 4 x hidden. ALBERT's from Lan
+et al. 2020 (table 1), ELECTRA's from Clark et al. 2020 (table 6), RoBERTa's optimizer from
+Liu et al. 2019 (table 9).
+
+A config file (TOML or JSON) overrides any field: top-level keys, and the tables `[model]`,
+`[optim]`, `[masking]` and `[phase2]`.
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
-from schemas.errors import UsageError
+from schemas.errors import BadInputError, UsageError
 from schemas.masking import MaskingSettings
+
+FAMILIES = ("bert", "roberta", "albert", "electra")
+SHARING = ("none", "all", "attention", "ffn")
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
+SENTENCE_OBJECTIVES = ("nsp", "sop", "sso")
 
 
 @dataclass(frozen=True)
@@ -23,6 +35,7 @@ class ModelConfig:
     num_heads: int = 12
     intermediate_size: int = 3072
     max_position: int = 512
+    # 0 = no token-type embedding at all (RoBERTa dropped segment embeddings with NSP).
     type_vocab_size: int = 2
     dropout: float = 0.1
     attention_dropout: float = 0.1
@@ -33,12 +46,40 @@ class ModelConfig:
     # Embedding rows are padded to a multiple of this for faster matmuls; logits are sliced.
     pad_vocab_to: int = 64
     pad_token_id: int = 0
+    # Factorized embedding (ALBERT, ELECTRA): embeddings of this width, projected to hidden.
+    # None = hidden_size.
+    embedding_size: int | None = None
+    # ALBERT's cross-layer parameter sharing (section 3.1, table 4).
+    share: str = "none"
+    # ELECTRA: the generator is this fraction of the discriminator's width (section 3.2:
+    # 1/4 to 1/2 works best) and the discriminator's loss is weighted by `rtd_weight` (50).
+    generator_fraction: float = 0.25
+    rtd_weight: float = 50.0
+    # SpanBERT's span boundary objective: relative positions inside a span up to this.
+    sbo_max_span: int = 32
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise UsageError(f"model family {self.family!r} is not one of {', '.join(FAMILIES)}")
+        if self.share not in SHARING:
+            raise UsageError(f"model.share {self.share!r} is not one of {', '.join(SHARING)}")
+        if self.hidden_size % self.num_heads:
+            raise UsageError(
+                f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}"
+            )
+        if not 0.0 < self.generator_fraction <= 1.0:
+            raise UsageError(f"generator_fraction must be in (0, 1], got {self.generator_fraction}")
+
+    @property
+    def embedding_width(self) -> int:
+        return self.embedding_size or self.hidden_size
 
 
 @dataclass(frozen=True)
 class OptimConfig:
     # BERT: Adam with lr 1e-4, beta1 0.9, beta2 0.999, L2 weight decay 0.01, 10k warmup steps,
     # then linear decay (section A.2). eps 1e-6 as in the released optimization.py.
+    name: str = "adamw"
     lr: float = 1e-4
     beta1: float = 0.9
     beta2: float = 0.999
@@ -46,6 +87,32 @@ class OptimConfig:
     weight_decay: float = 0.01
     warmup_steps: int = 10_000
     grad_clip: float = 1.0
+    # Steps over which the rate decays to zero; None = the run's max_steps.
+    decay_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in ("adamw", "lamb"):
+            raise UsageError(f"optim.name {self.name!r} is not one of adamw, lamb")
+
+
+OPTIM_PRESETS: dict[str, OptimConfig] = {
+    "bert": OptimConfig(),
+    # RoBERTa: beta2 0.98 for stability with large batches, eps 1e-6, 24k warm-up, peak 6e-4.
+    "roberta": OptimConfig(lr=6e-4, beta2=0.98, eps=1e-6, warmup_steps=24_000),
+    # ALBERT: LAMB at 0.00176 for batch 4096, 3125 warm-up steps (section 4.1).
+    "albert": OptimConfig(name="lamb", lr=0.00176, warmup_steps=3125, eps=1e-6),
+    # ELECTRA-small: 5e-4, 10k warm-up (table 6; base uses 2e-4).
+    "electra": OptimConfig(lr=5e-4, warmup_steps=10_000),
+}
+
+
+@dataclass(frozen=True)
+class Phase2Config:
+    """BERT's second phase: from `start_step` on, read `data` (length 512) at `batch_size`."""
+
+    data: str
+    start_step: int
+    batch_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +122,8 @@ class TrainConfig:
     masking: MaskingSettings = field(default_factory=MaskingSettings)
     objectives: tuple[str, ...] = ("mlm",)
     batch_size: int = 32
+    # Micro-batches per optimizer step; the global batch is batch_size x grad_accum x ranks.
+    grad_accum: int = 1
     max_steps: int = 1_000
     seed: int = 0
     save_every: int = 500
@@ -62,6 +131,28 @@ class TrainConfig:
     log_every: int = 10
     num_workers: int = 0
     shuffle_buffer: int = 8192
+    # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
+    eval_data: str | None = None
+    eval_every: int = 0
+    eval_batches: int = 50
+    phase2: Phase2Config | None = None
+    device: str = "auto"
+    # "auto": bf16 autocast on GPU, fp32 on CPU (bf16 matmuls on CPU are slower, not faster).
+    precision: str = "auto"
+    compile: bool = False
+    tensorboard: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = [o for o in self.objectives if o not in OBJECTIVES]
+        if unknown:
+            raise UsageError(
+                f"unknown objective(s) {', '.join(unknown)}; choose from {', '.join(OBJECTIVES)}"
+            )
+        for name in ("batch_size", "grad_accum", "max_steps", "save_every", "log_every"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise UsageError(f"precision {self.precision!r} is not one of auto, fp32, bf16")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,39 +162,125 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        return cls(
-            model=ModelConfig(**data.get("model", {})),
-            optim=OptimConfig(**data.get("optim", {})),
-            masking=MaskingSettings(**data.get("masking", {})),
-            **{
-                k: (tuple(v) if k == "objectives" else v)
-                for k, v in data.items()
-                if k not in ("model", "optim", "masking")
-            },
-        )
+        return merge(cls(), data, "config")
 
 
-def _bert(layers: int, hidden: int, heads: int) -> ModelConfig:
+_SECTIONS = {"model": ModelConfig, "optim": OptimConfig, "masking": MaskingSettings}
+
+
+def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig:
+    """`config` with every field `data` names replaced; UsageError names an unknown one."""
+    top = {f.name for f in fields(TrainConfig)}
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise UsageError(f"{source}: [{key}] must be a table")
+            section = getattr(config, key)
+            known = {f.name for f in fields(section)}
+            bad = sorted(set(value) - known)
+            if bad:
+                raise UsageError(f"{source}: unknown {key} setting(s): {', '.join(bad)}")
+            try:
+                changes[key] = replace(section, **value)
+            except (TypeError, ValueError) as err:
+                raise UsageError(f"{source}: [{key}]: {err}") from None
+        elif key == "phase2":
+            changes[key] = None if value is None else _phase2(value, source)
+        elif key in top:
+            changes[key] = tuple(value) if key == "objectives" else value
+        else:
+            raise UsageError(f"{source}: unknown setting {key!r}")
+    return replace(config, **changes)
+
+
+def _phase2(value: Any, source: str) -> Phase2Config:
+    if isinstance(value, Phase2Config):
+        return value
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: [phase2] must be a table with data and start_step")
+    try:
+        return Phase2Config(**value)
+    except TypeError as err:
+        raise UsageError(f"{source}: [phase2]: {err}") from None
+
+
+def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:
+    """`base` overridden by a TOML (`.toml`) or JSON file; BadInputError names the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise BadInputError(f"{path}: cannot read config ({err.strerror or err})") from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as err:
+        raise BadInputError(f"{path}: not valid {path.suffix[1:] or 'JSON'} ({err})") from None
+    if not isinstance(data, dict):
+        raise BadInputError(f"{path}: expected a table of settings")
+    # A run's own config.json names its data; those keys are not settings.
+    data = {k: v for k, v in data.items() if k not in ("data", "tokenizer")}
+    return merge(base, data, str(path))
+
+
+def _bert(layers: int, hidden: int, heads: int, **kw: Any) -> ModelConfig:
     return ModelConfig(
-        num_layers=layers, hidden_size=hidden, num_heads=heads, intermediate_size=4 * hidden
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        intermediate_size=4 * hidden,
+        **kw,
     )
 
 
-MODEL_PRESETS: dict[str, ModelConfig] = {
-    "bert-tiny": _bert(2, 128, 2),
-    "bert-mini": _bert(4, 256, 4),
-    "bert-small": _bert(4, 512, 8),
-    "bert-medium": _bert(8, 512, 8),
-    "bert-base": _bert(12, 768, 12),
-    "bert-large": _bert(24, 1024, 16),
+MODEL_PRESETS: dict[str, tuple[ModelConfig, str]] = {
+    "bert-tiny": (_bert(2, 128, 2), "bert"),
+    "bert-mini": (_bert(4, 256, 4), "bert"),
+    "bert-small": (_bert(4, 512, 8), "bert"),
+    "bert-medium": (_bert(8, 512, 8), "bert"),
+    "bert-base": (_bert(12, 768, 12), "bert"),
+    "bert-large": (_bert(24, 1024, 16), "bert"),
+    "roberta-base": (_bert(12, 768, 12, family="roberta", type_vocab_size=0), "roberta"),
+    "roberta-large": (_bert(24, 1024, 16, family="roberta", type_vocab_size=0), "roberta"),
+    "albert-base": (_bert(12, 768, 12, family="albert", embedding_size=128, share="all"), "albert"),
+    "albert-large": (
+        _bert(24, 1024, 16, family="albert", embedding_size=128, share="all"),
+        "albert",
+    ),
+    "electra-small": (
+        _bert(12, 256, 4, family="electra", embedding_size=128, generator_fraction=0.25),
+        "electra",
+    ),
+    "electra-base": (
+        _bert(12, 768, 12, family="electra", embedding_size=768, generator_fraction=1 / 3),
+        "electra",
+    ),
+}
+
+# The objectives each family trains with in its paper.
+DEFAULT_OBJECTIVES = {
+    "bert": ("mlm", "nsp"),
+    "roberta": ("mlm",),
+    "albert": ("mlm", "sop"),
+    "electra": ("mlm", "rtd"),
 }
 
 
 def preset(name: str) -> TrainConfig:
-    """The TrainConfig of preset `name`; UsageError listing the presets otherwise."""
+    """The TrainConfig of preset `name`; UsageError listing the presets otherwise.
+
+    Objectives default to MLM only (the demo's shards have no sentence pairs); ELECTRA's are
+    MLM (its generator) and RTD. ELECTRA masks 15% and replaces every chosen token with
+    [MASK] 85% of the time, keeping it otherwise (no random replacement: the generator
+    supplies the replacements).
+    """
     if name not in MODEL_PRESETS:
         raise UsageError(f"unknown preset {name!r}; choose from {', '.join(MODEL_PRESETS)}")
-    return TrainConfig(model=MODEL_PRESETS[name])
+    model, optim = MODEL_PRESETS[name]
+    config = TrainConfig(model=model, optim=OPTIM_PRESETS[optim])
+    if model.family == "electra":
+        masking = MaskingSettings(mask_ratio=0.85, random_ratio=0.0)
+        config = replace(config, objectives=("mlm", "rtd"), masking=masking)
+    return config
 
 
 def override(config: TrainConfig, section: str, **values: Any) -> TrainConfig:
@@ -111,10 +288,5 @@ def override(config: TrainConfig, section: str, **values: Any) -> TrainConfig:
     if not values:
         return config
     if not section:
-        return replace(config, **values)
-    current = getattr(config, section)
-    known = {f.name for f in fields(current)}
-    unknown = set(values) - known
-    if unknown:
-        raise UsageError(f"unknown {section} setting(s): {', '.join(sorted(unknown))}")
-    return replace(config, **{section: replace(current, **values)})
+        return merge(config, values, "override")
+    return merge(config, {section: values}, "override")

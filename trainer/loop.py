@@ -1,34 +1,50 @@
 """The training loop. Every piece of state (model, optimizer, scheduler, loader, train state)
-has `state_dict()` / `load_state_dict()`; the loop below only drives them."""
+has `state_dict()` / `load_state_dict()`; the loop below only drives them.
+
+One step = `grad_accum` micro-batches per rank, gradients averaged over micro-batches and
+ranks (DDP), one optimizer step. A step whose loss or gradient norm is not finite on any
+rank is skipped on every rank (so ranks never diverge), counted, and K in a row stop the
+run. Rank 0 writes `config.json`, `metrics.jsonl` and the checkpoints; a checkpoint holds
+every rank's loader position and RNG states, so a resumed run is bit-identical.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 from tqdm import tqdm
 
 from schemas.errors import ClozeError, UsageError
-from schemas.manifest import TOKENIZER_DIR, read_manifest
+from schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
 from trainer.checkpoint import (
     committed_steps,
     load_checkpoint,
+    rng_state,
     save_checkpoint,
     set_rng_state,
     step_dir,
 )
 from trainer.config import TrainConfig
 from trainer.data import ShardDataset
-from trainer.models.bert import BertForPretraining, decay_groups
+from trainer.distributed import Dist, setup, teardown
+from trainer.metrics import METRICS_FILE, MetricsLog, Window, read_metrics, step_sums, summarize
+from trainer.models import build_model
+from trainer.objectives import check_objectives
+from trainer.optim import build_optimizer, build_scheduler
 
 CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.jsonl"
 MAX_NONFINITE_IN_A_ROW = 5
+__all__ = ["CONFIG_FILE", "METRICS_FILE", "TrainSummary", "build_model", "train"]
 
 
 @dataclass
@@ -56,208 +72,312 @@ class TrainSummary:
     seconds: float
     checkpoint: Path | None
     history: list[dict[str, Any]] = field(default_factory=list)
+    eval: dict[str, float] | None = None
 
 
-def warmup_linear(warmup: int, total: int):  # type: ignore[no-untyped-def]
-    """BERT's schedule: linear warm-up to the peak, then linear decay to zero at `total`."""
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    return factor
+@dataclass(frozen=True)
+class Phase:
+    data: Path
+    manifest: Manifest
+    batch_size: int
+    start_step: int
 
 
-def build_model(config: TrainConfig) -> BertForPretraining:
-    if config.model.family != "bert":
-        raise UsageError(f"model family {config.model.family!r} is not available yet")
-    torch.manual_seed(config.seed)
-    return BertForPretraining(config.model)
+def mix_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (seed, step, micro-batch, rank): ELECTRA's sampling."""
+    h = 0x9E3779B97F4A7C15
+    for p in parts:
+        h = ((h ^ (p & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 31
+    return h & 0x7FFFFFFFFFFFFFFF
 
 
 def train(
     config: TrainConfig, data: Path, run: Path, resume: bool = False, progress: bool = True
 ) -> TrainSummary:
-    """Train per `config` on the shard set `data`, writing the run directory `run`."""
-    manifest = read_manifest(data)
-    if "mlm" not in config.objectives or len(config.objectives) != 1:
-        raise UsageError(f"objectives {','.join(config.objectives)}: only mlm is available yet")
-    config = _fit_to_data(config, manifest.vocab_size, manifest.special_tokens["pad"])
-    if manifest.max_seq_len > config.model.max_position:
-        raise UsageError(
-            f"{data}: sequences of {manifest.max_seq_len} tokens exceed the model's "
-            f"{config.model.max_position} positions"
-        )
-    run.mkdir(parents=True, exist_ok=True)
-    _write_config(run, config, data)
+    """Train per `config` on the shard set `data`, writing the run directory `run`.
 
-    dataset = ShardDataset(
+    Under `torchrun` every rank calls this; rank 0 writes. UsageError / BadInputError for
+    a config the data cannot serve, ClozeError when the loss stays non-finite.
+    """
+    d = setup(config.device)
+    try:
+        return _Run(config, Path(data), Path(run), d).train(resume, progress)
+    finally:
+        teardown(d)
+
+
+class _Run:
+    def __init__(self, config: TrainConfig, data: Path, run: Path, d: Dist) -> None:
+        self.d = d
+        self.run = run
+        self.phases = _phases(config, data)
+        first = self.phases[0].manifest
+        model_config = replace(
+            config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
+        )
+        self.config = config = replace(config, model=model_config)
+        for phase in self.phases:
+            check_objectives(config, phase.manifest, str(phase.data))
+        self.eval_set = (
+            _dataset(config, Path(config.eval_data), config.batch_size, d, first)
+            if config.eval_data
+            else None
+        )
+        if d.main:
+            run.mkdir(parents=True, exist_ok=True)
+            payload = {**config.to_dict(), "data": str(data)}
+            payload["tokenizer"] = str(data / TOKENIZER_DIR)
+            (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+        self.model = build_model(config).to(d.device)
+        # Model weights come from `seed` alone; dropout differs per rank.
+        torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
+        self.optimizer = build_optimizer(self.model, config.optim, d.device)
+        self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
+        self.state = TrainState()
+        self.autocast = partial(_autocast, config.precision, d.device)
+        if config.compile:
+            # The encoders carry the FLOPs and have static shapes; the heads index with
+            # data-dependent masks, which would only cause graph breaks.
+            for module in self.model.modules():
+                if module.__class__.__name__ == "Encoder":
+                    module.compile()
+        self.step_model: nn.Module = self.model
+        if d.active:
+            ids = [d.device.index] if d.device.type == "cuda" else None
+            self.step_model = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+
+    def train(self, resume: bool, progress: bool) -> TrainSummary:
+        config, d, state = self.config, self.d, self.state
+        saved_phase, loader_state = self._resume() if resume else (None, None)
+        log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
+        phase_index = _phase_at(self.phases, state.step)
+        loader = self._loader(phase_index)
+        if loader_state is not None and saved_phase == phase_index:
+            loader.load_state_dict(loader_state)
+        batches = _forever(loader)
+
+        started = time.perf_counter()
+        history: list[dict[str, Any]] = []
+        last_eval: dict[str, float] | None = None
+        window = Window()
+        last_checkpoint: Path | None = None
+        bar = tqdm(
+            total=config.max_steps,
+            initial=state.step,
+            disable=not (progress and d.main),
+            unit="step",
+        )
+        self.model.train()
+        while state.step < config.max_steps:
+            if _phase_at(self.phases, state.step) != phase_index:
+                phase_index = _phase_at(self.phases, state.step)
+                loader = self._loader(phase_index)
+                batches = _forever(loader)
+            micro = [_to_device(next(batches), d.device) for _ in range(config.grad_accum)]
+            sums, grad_norm = self._step(micro)
+            if sums is None:
+                continue
+            state.step += 1
+            sequences, tokens = int(sums.pop("sequences")), int(sums.pop("tokens"))
+            state.sequences += sequences
+            state.tokens += tokens
+            window.add(sums, config.grad_accum * d.world_size, sequences, tokens)
+            bar.update(1)
+
+            evaluated = self.eval_set is not None and (
+                (config.eval_every and state.step % config.eval_every == 0)
+                or state.step == config.max_steps
+            )
+            if evaluated:
+                last_eval = self.evaluate()
+            if state.step % config.log_every == 0 or state.step == config.max_steps or evaluated:
+                record = window.flush(
+                    state.step, self.scheduler.get_last_lr()[0], grad_norm, state.skipped_nonfinite
+                )
+                if evaluated and last_eval is not None:
+                    record.update(last_eval)
+                history.append(record)
+                if log is not None:
+                    log.write(record)
+                bar.set_postfix(loss=f"{record['loss']:.3f}")
+            if state.step % config.save_every == 0 or state.step == config.max_steps:
+                last_checkpoint = self._save(phase_index, loader)
+        bar.close()
+        if log is not None:
+            log.close()
+        logged = read_metrics(self.run / METRICS_FILE) if d.main else history
+        return TrainSummary(
+            run=self.run,
+            steps=state.step,
+            first_mlm_loss=logged[0]["mlm_loss"] if logged else None,
+            last_mlm_loss=logged[-1]["mlm_loss"] if logged else None,
+            seconds=time.perf_counter() - started,
+            checkpoint=last_checkpoint,
+            history=history,
+            eval=last_eval,
+        )
+
+    def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:
+        """Forward and backward every micro-batch, then one optimizer step.
+
+        Returns the step's sums over all ranks (None if it was skipped) and the gradient norm.
+        """
+        config, d, state = self.config, self.d, self.state
+        outputs = []
+        for i, batch in enumerate(micro):
+            last = i == len(micro) - 1
+            sync = contextlib.nullcontext()
+            if d.active and not last:
+                sync = self.step_model.no_sync()  # type: ignore[operator]
+            with sync:
+                with self.autocast():
+                    out = self.step_model(batch, seed=mix_seed(config.seed, state.step, i, d.rank))
+                (out["loss"] / len(micro)).backward()
+            outputs.append(out)
+        clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        sums = step_sums(outputs)
+        sums["sequences"] = float(sum(b["input_ids"].shape[0] for b in micro))
+        sums["tokens"] = float(sum(int(b["attention_mask"].sum()) for b in micro))
+        if d.active:
+            vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
+            sums = dict(zip(sums, vector.tolist(), strict=True))
+        if not (math.isfinite(grad_norm) and all(math.isfinite(v) for v in sums.values())):
+            self.optimizer.zero_grad(set_to_none=True)
+            state.skipped_nonfinite += 1
+            state.nonfinite_streak += 1
+            if state.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
+                raise ClozeError(
+                    f"loss was not finite for {state.nonfinite_streak} steps in a row at step "
+                    f"{state.step}; lower the learning rate or check the data"
+                )
+            return None, grad_norm
+        state.nonfinite_streak = 0
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return sums, grad_norm
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """Mean losses and accuracies over the first `eval_batches` held-out batches."""
+        assert self.eval_set is not None
+        config, d = self.config, self.d
+        self.model.eval()
+        outputs = []
+        for i, batch in enumerate(self.eval_set.loader()):
+            if i >= config.eval_batches:
+                break
+            with self.autocast():
+                out = self.model(_to_device(batch, d.device), seed=mix_seed(config.seed, i, d.rank))
+            outputs.append({k: v.detach() for k, v in out.items()})
+        self.model.train()
+        sums = step_sums(outputs)
+        sums["batches"] = float(len(outputs))
+        if d.active:
+            vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
+            sums = dict(zip(sums, vector.tolist(), strict=True))
+        return summarize(sums, int(sums.pop("batches")), prefix="eval_")
+
+    def _loader(self, index: int) -> Any:
+        phase = self.phases[index]
+        first = self.phases[0].manifest
+        dataset = _dataset(self.config, phase.data, phase.batch_size, self.d, first)
+        if dataset.batches_per_epoch() == 0:
+            raise UsageError(
+                f"{phase.data}: {phase.manifest.sequences} sequences do not fill one batch of "
+                f"{phase.batch_size} per rank"
+            )
+        return dataset.loader(num_workers=self.config.num_workers)
+
+    def _resume(self) -> tuple[int | None, dict[str, Any] | None]:
+        steps = committed_steps(self.run)
+        if not steps:
+            return None, None
+        saved = load_checkpoint(step_dir(self.run, steps[-1]), self.model, self.optimizer)
+        ranks = saved["ranks"]
+        if len(ranks) != self.d.world_size:
+            raise UsageError(
+                f"{step_dir(self.run, steps[-1])} was written by {len(ranks)} rank(s); resume "
+                f"with the same number of processes (not {self.d.world_size})"
+            )
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.state.load_state_dict(saved["train"])
+        mine = ranks[self.d.rank]
+        set_rng_state(mine["rng"])
+        return int(saved["phase"]), mine["loader"]
+
+    def _save(self, phase_index: int, loader: Any) -> Path | None:
+        ranks = self.d.gather_json({"loader": loader.state_dict(), "rng": rng_state()})
+        if not self.d.main:
+            return None
+        state = {
+            "scheduler": self.scheduler.state_dict(),
+            "train": self.state.state_dict(),
+            "phase": phase_index,
+            "ranks": ranks,
+        }
+        return save_checkpoint(
+            self.run, self.state.step, self.model, self.optimizer, state, keep=self.config.keep
+        )
+
+
+def _phases(config: TrainConfig, data: Path) -> list[Phase]:
+    phases = [Phase(data, read_manifest(data), config.batch_size, 0)]
+    if config.phase2 is not None:
+        p2 = config.phase2
+        if not 0 < p2.start_step < config.max_steps:
+            raise UsageError(
+                f"phase2.start_step {p2.start_step} must be between 0 and max_steps "
+                f"{config.max_steps}"
+            )
+        manifest = read_manifest(p2.data)
+        batch = p2.batch_size or config.batch_size
+        phases.append(Phase(Path(p2.data), manifest, batch, p2.start_step))
+    for phase in phases:
+        if phase.manifest.max_seq_len > config.model.max_position:
+            raise UsageError(
+                f"{phase.data}: sequences of {phase.manifest.max_seq_len} tokens exceed the "
+                f"model's {config.model.max_position} positions"
+            )
+    return phases
+
+
+def _phase_at(phases: list[Phase], step: int) -> int:
+    return max(i for i, p in enumerate(phases) if p.start_step <= step)
+
+
+def _dataset(
+    config: TrainConfig, data: Path, batch_size: int, d: Dist, first: Manifest
+) -> ShardDataset:
+    kwargs: dict[str, Any] = {}
+    if d.active:
+        kwargs.update(rank=d.rank, world_size=d.world_size)
+    return ShardDataset(
         data,
-        batch_size=config.batch_size,
+        batch_size=batch_size,
         seed=config.seed,
         masking=config.masking,
         shuffle_buffer=config.shuffle_buffer,
-    )
-    if dataset.batches_per_epoch() == 0:
-        raise UsageError(
-            f"{data}: {manifest.sequences} sequences do not fill one batch of {config.batch_size}"
-        )
-    loader = dataset.loader(num_workers=config.num_workers)
-    model = build_model(config)
-    optim = config.optim
-    optimizer = torch.optim.AdamW(
-        decay_groups(model, optim.weight_decay),
-        lr=optim.lr,
-        betas=(optim.beta1, optim.beta2),
-        eps=optim.eps,
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, warmup_linear(optim.warmup_steps, config.max_steps)
-    )
-    state = TrainState()
-
-    if resume and committed_steps(run):
-        latest = step_dir(run, committed_steps(run)[-1])
-        saved = load_checkpoint(latest, model, optimizer)
-        scheduler.load_state_dict(saved["scheduler"])
-        loader.load_state_dict(saved["loader"])
-        state.load_state_dict(saved["train"])
-        set_rng_state(saved["rng"])
-    _truncate_metrics(run / METRICS_FILE, state.step)
-
-    started = time.perf_counter()
-    history: list[dict[str, Any]] = []
-    window = _Window()
-    last_checkpoint: Path | None = None
-    bar = tqdm(total=config.max_steps, initial=state.step, disable=not progress, unit="step")
-    model.train()
-    while state.step < config.max_steps:
-        for batch in loader:
-            out = model(
-                batch["input_ids"],
-                batch["attention_mask"],
-                batch["labels"],
-                batch["token_type_ids"],
-            )
-            loss = out["loss"]
-            if not math.isfinite(float(loss.detach())):
-                state.skipped_nonfinite += 1
-                state.nonfinite_streak += 1
-                optimizer.zero_grad(set_to_none=True)
-                if state.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
-                    raise ClozeError(
-                        f"loss was not finite for {state.nonfinite_streak} steps in a row at step "
-                        f"{state.step}; lower the learning rate or check the data"
-                    )
-                continue
-            state.nonfinite_streak = 0
-            loss.backward()
-            if optim.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            state.step += 1
-            state.sequences += int(batch["input_ids"].shape[0])
-            state.tokens += int(batch["attention_mask"].sum())
-            window.add(out, batch)
-            bar.update(1)
-            if state.step % config.log_every == 0 or state.step == config.max_steps:
-                record = window.flush(state, scheduler.get_last_lr()[0])
-                history.append(record)
-                _append_metrics(run / METRICS_FILE, record)
-                bar.set_postfix(mlm_loss=f"{record['mlm_loss']:.3f}")
-            if state.step % config.save_every == 0 or state.step == config.max_steps:
-                last_checkpoint = save_checkpoint(
-                    run,
-                    state.step,
-                    model,
-                    optimizer,
-                    {
-                        "scheduler": scheduler.state_dict(),
-                        "loader": loader.state_dict(),
-                        "train": state.state_dict(),
-                    },
-                    keep=config.keep,
-                )
-            if state.step >= config.max_steps:
-                break
-    bar.close()
-    logged = _read_metrics(run / METRICS_FILE)
-    return TrainSummary(
-        run=run,
-        steps=state.step,
-        first_mlm_loss=logged[0]["mlm_loss"] if logged else None,
-        last_mlm_loss=logged[-1]["mlm_loss"] if logged else None,
-        seconds=time.perf_counter() - started,
-        checkpoint=last_checkpoint,
-        history=history,
+        tokenizer_sha256=first.tokenizer_sha256,
+        **kwargs,
     )
 
 
-def _fit_to_data(config: TrainConfig, vocab_size: int, pad_id: int) -> TrainConfig:
-    from dataclasses import replace
-
-    return replace(config, model=replace(config.model, vocab_size=vocab_size, pad_token_id=pad_id))
-
-
-def _write_config(run: Path, config: TrainConfig, data: Path) -> None:
-    payload = {**config.to_dict(), "data": str(data), "tokenizer": str(data / TOKENIZER_DIR)}
-    (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+def _forever(loader: Any) -> Iterator[dict[str, torch.Tensor]]:
+    while True:
+        yield from loader
 
 
-class _Window:
-    """Sums over the steps since the last log line."""
-
-    def __init__(self) -> None:
-        self.reset()
-        self.started = time.perf_counter()
-
-    def reset(self) -> None:
-        self.steps = 0
-        self.mlm_loss = 0.0
-        self.correct = 0
-        self.count = 0
-        self.sequences = 0
-        self.tokens = 0
-
-    def add(self, out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> None:
-        self.steps += 1
-        self.mlm_loss += float(out["mlm_loss"].detach())
-        self.correct += int(out["mlm_correct"])
-        self.count += int(out["mlm_count"])
-        self.sequences += int(batch["input_ids"].shape[0])
-        self.tokens += int(batch["attention_mask"].sum())
-
-    def flush(self, state: TrainState, lr: float) -> dict[str, Any]:
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
-        record = {
-            "step": state.step,
-            "mlm_loss": self.mlm_loss / max(1, self.steps),
-            "mlm_accuracy": self.correct / max(1, self.count),
-            "lr": lr,
-            "sequences_per_s": self.sequences / elapsed,
-            "tokens_per_s": self.tokens / elapsed,
-            "skipped_nonfinite": state.skipped_nonfinite,
-        }
-        self.reset()
-        self.started = time.perf_counter()
-        return record
+def _to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    if device.type == "cpu":
+        return batch
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
-def _append_metrics(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
-
-
-def _read_metrics(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop log lines past `step`: after a resume the log reads as one uninterrupted run."""
-    kept = [r for r in _read_metrics(path) if r["step"] <= step]
-    path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+def _autocast(precision: str, device: torch.device) -> Any:
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()

@@ -1,17 +1,26 @@
 """Train a BERT-family model on a shard set, masking dynamically, with exact checkpoints.
 
-Presets follow the BERT paper's sizes (bert-tiny ... bert-large). A JSON config file (as the
-run's own config.json) overrides the preset; flags override both.
+Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert-base/large,
+electra-small/base, each with its paper's optimizer. A config file (TOML or JSON, e.g. the
+run's own config.json) overrides the preset; flags override both. Multi-process:
+`torchrun --nproc-per-node N -m cloze train ...` (DDP; NCCL on GPU, gloo on CPU).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from schemas.errors import BadInputError
-from trainer.config import MODEL_PRESETS, TrainConfig, override, preset
+from schemas.errors import UsageError
+from trainer.config import (
+    MODEL_PRESETS,
+    OPTIM_PRESETS,
+    Phase2Config,
+    TrainConfig,
+    load_config_file,
+    merge,
+    preset,
+)
 from trainer.loop import train
 
 HELP = "shards -> trained model run directory"
@@ -22,43 +31,73 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, metavar="DIR", help="shard directory")
     p.add_argument("--output", required=True, metavar="DIR", help="run directory")
     p.add_argument("--preset", choices=list(MODEL_PRESETS), default="bert-tiny")
-    p.add_argument("--config", metavar="FILE", help="JSON config overriding the preset")
-    p.add_argument("--objective", default="mlm", help="comma-separated objectives (mlm now)")
+    p.add_argument("--config", metavar="FILE", help="TOML or JSON overriding the preset")
+    p.add_argument(
+        "--objective",
+        metavar="LIST",
+        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd (default: the preset's)",
+    )
     p.add_argument("--max-steps", type=int)
-    p.add_argument("--batch-size", type=int)
+    p.add_argument("--batch-size", type=int, help="sequences per micro-batch per process")
+    p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
+    p.add_argument("--optim", choices=list(OPTIM_PRESETS), help="a paper's optimizer settings")
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--warmup-steps", type=int)
+    p.add_argument("--masking", choices=["token", "wwm", "span", "ngram"], help="dynamic masking")
     p.add_argument("--save-every", type=int)
     p.add_argument("--keep", type=int, help="committed checkpoints to keep")
     p.add_argument("--log-every", type=int)
-    p.add_argument("--eval-data", metavar="DIR", help="held-out shard set (not used yet)")
+    p.add_argument("--eval-data", metavar="DIR", help="held-out shard set")
+    p.add_argument("--eval-every", type=int, help="evaluate every N steps (default: at the end)")
+    p.add_argument("--eval-batches", type=int, help="held-out batches per evaluation")
+    p.add_argument("--phase2-data", metavar="DIR", help="second phase shards (BERT: length 512)")
+    p.add_argument("--phase2-step", type=int, help="step the second phase starts at")
+    p.add_argument("--phase2-batch-size", type=int)
     p.add_argument("--seed", type=int)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
+    p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     config = preset(args.preset)
+    if args.optim:
+        config = merge(config, {"optim": OPTIM_PRESETS[args.optim].__dict__}, "--optim")
     if args.config:
-        path = Path(args.config)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            config = TrainConfig.from_dict({**config.to_dict(), **data})
-        except (OSError, ValueError, TypeError) as err:
-            raise BadInputError(f"{path}: cannot use this config ({err})") from None
+        config = load_config_file(Path(args.config), config)
     top = {
         "max_steps": args.max_steps,
         "batch_size": args.batch_size,
+        "grad_accum": args.grad_accum,
         "save_every": args.save_every,
         "keep": args.keep,
         "log_every": args.log_every,
         "seed": args.seed,
+        "eval_data": args.eval_data,
+        "eval_every": args.eval_every,
+        "eval_batches": args.eval_batches,
+        "device": args.device,
+        "precision": args.precision,
+        "compile": args.compile or None,
     }
-    config = override(config, "", **{k: v for k, v in top.items() if v is not None})
-    optim = {"lr": args.lr, "warmup_steps": args.warmup_steps}
-    config = override(config, "optim", **{k: v for k, v in optim.items() if v is not None})
-    objectives = tuple(o.strip() for o in args.objective.split(",") if o.strip())
-    return override(config, "", objectives=objectives)
+    if args.objective:
+        top["objectives"] = tuple(o.strip() for o in args.objective.split(",") if o.strip())
+    if args.phase2_data or args.phase2_step:
+        if not (args.phase2_data and args.phase2_step):
+            raise UsageError("--phase2-data and --phase2-step go together")
+        top["phase2"] = Phase2Config(args.phase2_data, args.phase2_step, args.phase2_batch_size)
+    sections = {
+        "optim": {"lr": args.lr, "warmup_steps": args.warmup_steps},
+        "masking": {"kind": args.masking},
+    }
+    changes: dict[str, object] = {k: v for k, v in top.items() if v is not None}
+    for name, values in sections.items():
+        given = {k: v for k, v in values.items() if v is not None}
+        if given:
+            changes[name] = given
+    return merge(config, changes, "command line")
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
@@ -70,8 +109,13 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         resume=args.resume,
         progress=not args.no_progress,
     )
-    print(
+    if summary.first_mlm_loss is None or summary.last_mlm_loss is None:
+        return 0  # not rank 0, or nothing left to train
+    line = (
         f"trained {summary.steps} steps in {summary.seconds:.1f}s: MLM loss "
-        f"{summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}; run in {args.output}"
+        f"{summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}"
     )
+    if summary.eval:
+        line += f"; held-out MLM accuracy {summary.eval.get('eval_mlm_accuracy', 0):.3f}"
+    print(f"{line}; run in {args.output}")
     return 0

@@ -1,13 +1,13 @@
 """BERT (Devlin et al. 2019), readable top to bottom.
 
 Post-LN as published (`pre_ln=True` for the pre-LN variant), attention through
-`scaled_dot_product_attention`, and an MLM head that computes logits only at the positions
-being predicted: at 15% masking that is about a sixth of the decoder matmul.
+`scaled_dot_product_attention` with one fused q/k/v projection. The other families reuse
+these blocks: RoBERTa drops token types, ALBERT factorizes the embedding and shares layers,
+ELECTRA pairs a small generator with a discriminator. The heads (MLM over predicted
+positions only, sentence classifier, ...) are in `trainer/objectives.py`.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -24,19 +24,28 @@ def padded_vocab(config: ModelConfig) -> int:
 
 
 class Embeddings(nn.Module):
+    """Word + position (+ token type) embeddings of width E, normalized."""
+
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.word = nn.Embedding(padded_vocab(config), config.hidden_size)
-        self.position = nn.Embedding(config.max_position, config.hidden_size)
-        self.token_type = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        width = config.embedding_width
+        self.word = nn.Embedding(padded_vocab(config), width)
+        self.position = nn.Embedding(config.max_position, width)
+        self.token_type = (
+            nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
+        )
+        self.norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> torch.Tensor:
         length = input_ids.shape[1]
         positions = torch.arange(length, device=input_ids.device)
-        x = self.word(input_ids) + self.position(positions) + self.token_type(token_type_ids)
-        return self.dropout(self.norm(x))  # [B, L, H]
+        x = self.word(input_ids) + self.position(positions)  # [B, L, E]
+        if self.token_type is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            x = x + self.token_type(token_type_ids)
+        return self.dropout(self.norm(x))  # [B, L, E]
 
 
 class SelfAttention(nn.Module):
@@ -85,12 +94,26 @@ class Layer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Embeddings and the transformer stack: ids -> contextual vectors [B, L, H]."""
+    """Embeddings and the transformer stack: ids -> contextual vectors [B, L, H].
 
-    def __init__(self, config: ModelConfig) -> None:
+    `embeddings` may be passed in to share them (ELECTRA's generator uses the
+    discriminator's); `layers` to share layers across depth (ALBERT).
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        embeddings: Embeddings | None = None,
+        layers: list[Layer] | None = None,
+    ) -> None:
         super().__init__()
-        self.embeddings = Embeddings(config)
-        self.layers = nn.ModuleList(Layer(config) for _ in range(config.num_layers))
+        self.embeddings = embeddings if embeddings is not None else Embeddings(config)
+        width = self.embeddings.word.embedding_dim
+        # Factorized embedding (ALBERT, ELECTRA): E -> H after the embedding LayerNorm.
+        self.project = nn.Linear(width, config.hidden_size) if width != config.hidden_size else None
+        self.layers = nn.ModuleList(
+            layers if layers is not None else [Layer(config) for _ in range(config.num_layers)]
+        )
         # Pre-LN leaves the residual stream unnormalized; one LayerNorm closes it.
         self.final_norm = (
             nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.pre_ln else None
@@ -102,91 +125,29 @@ class Encoder(nn.Module):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        x = self.embeddings(input_ids, token_type_ids)  # [B, L, H]
+        x = self.embeddings(input_ids, token_type_ids)  # [B, L, E]
+        if self.project is not None:
+            x = self.project(x)  # [B, L, H]
         mask = attention_mask.bool()[:, None, None, :]  # [B, 1, 1, L], True = attend
         for layer in self.layers:
             x = layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)
+        return x if self.final_norm is None else self.final_norm(x)  # [B, L, H]
 
 
-class MLMHead(nn.Module):
-    """Transform + decoder tied to the word embeddings, applied to selected rows only."""
-
-    def __init__(self, config: ModelConfig, word_embeddings: nn.Embedding) -> None:
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.decoder = word_embeddings  # tied: the weight is shared, not copied
-        self.bias = nn.Parameter(torch.zeros(padded_vocab(config)))
-        self.vocab_size = config.vocab_size
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        h = self.norm(F.gelu(self.dense(h)))  # [N, H]
-        logits = F.linear(h, self.decoder.weight, self.bias)  # [N, V_padded]
-        return logits[:, : self.vocab_size]  # [N, V]
+def init_weights(module: nn.Module, std: float) -> None:
+    """BERT's initialization: truncated normal(std) weights, zero biases, unit LayerNorms."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+    if isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
 
 
-class BertForPretraining(nn.Module):
-    """Encoder + MLM head (+ a [CLS] sentence classifier when `sentence_classes` > 0)."""
-
-    def __init__(self, config: ModelConfig, sentence_classes: int = 0) -> None:
-        super().__init__()
-        self.config = config
-        self.encoder = Encoder(config)
-        self.mlm = MLMHead(config, self.encoder.embeddings.word)
-        self.pooler = (
-            nn.Linear(config.hidden_size, config.hidden_size) if sentence_classes else None
-        )
-        self.sentence = (
-            nn.Linear(config.hidden_size, sentence_classes) if sentence_classes else None
-        )
-        self.apply(self._init_weights)
-
-    def _init_weights(self, module: nn.Module) -> None:
-        # BERT: truncated normal(0.02) for weights, zeros for biases, ones for LayerNorm.
-        std = self.config.initializer_range
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
-        if isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        labels: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        sentence_labels: torch.Tensor | None = None,
-    ) -> dict[str, torch.Tensor]:
-        """Losses and counts for one batch; `labels` is -100 where nothing is predicted."""
-        h = self.encoder(input_ids, attention_mask, token_type_ids)  # [B, L, H]
-        predict = labels != IGNORE_INDEX  # [B, L]
-        targets = labels[predict]  # [N]
-        logits = self.mlm(h[predict])  # [N, V]
-        mlm_loss = F.cross_entropy(logits.float(), targets)
-        out = {
-            "mlm_loss": mlm_loss,
-            "mlm_correct": (logits.argmax(-1) == targets).sum(),
-            "mlm_count": torch.tensor(targets.numel(), device=h.device),
-        }
-        loss = mlm_loss
-        if self.sentence is not None and self.pooler is not None and sentence_labels is not None:
-            pooled = torch.tanh(self.pooler(h[:, 0]))  # [B, H]
-            sentence_logits = self.sentence(pooled)  # [B, C]
-            sentence_loss = F.cross_entropy(sentence_logits.float(), sentence_labels)
-            out["sentence_loss"] = sentence_loss
-            out["sentence_correct"] = (sentence_logits.argmax(-1) == sentence_labels).sum()
-            loss = loss + sentence_loss
-        out["loss"] = loss
-        return out
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+def build_encoder(config: ModelConfig) -> Encoder:
+    """BERT's encoder; RoBERTa's is the same with `type_vocab_size` 0."""
+    return Encoder(config)
 
 
 def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, object]]:
@@ -206,7 +167,3 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, object
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-
-
-def check_finite(loss: torch.Tensor) -> bool:
-    return bool(torch.isfinite(loss).item()) and not math.isnan(float(loss))

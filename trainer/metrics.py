@@ -1,0 +1,114 @@
+"""What the loop reports: per-step sums, the `metrics.jsonl` log and TensorBoard.
+
+One JSON line per logged step with `step`, `loss`, per objective NAME `NAME_loss` and
+`NAME_accuracy`, `lr`, `grad_norm`, `sequences_per_s`, `tokens_per_s`,
+`skipped_nonfinite`, and `eval_*` keys on the steps a held-out evaluation ran.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+METRICS_FILE = "metrics.jsonl"
+
+
+def step_sums(outputs: list[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Sums over one step's micro-batches: every NAME_loss, NAME_correct, NAME_count."""
+    sums: dict[str, float] = {}
+    for out in outputs:
+        for key, value in out.items():
+            if key.endswith(("_loss", "_correct", "_count")) or key == "loss":
+                sums[key] = sums.get(key, 0.0) + float(value.detach())
+    return sums
+
+
+def summarize(sums: dict[str, float], batches: int, prefix: str = "") -> dict[str, float]:
+    """Mean losses per batch and accuracies (correct / count) from summed outputs."""
+    record: dict[str, float] = {}
+    for key, value in sums.items():
+        if key == "loss" or key.endswith("_loss"):
+            record[prefix + key] = value / max(1, batches)
+        elif key.endswith("_correct"):
+            name = key.removesuffix("_correct")
+            record[f"{prefix}{name}_accuracy"] = value / max(1.0, sums.get(f"{name}_count", 0.0))
+    return record
+
+
+class Window:
+    """Sums over the steps since the last log line."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.started = time.perf_counter()
+        self.steps = 0
+        self.batches = 0
+        self.sums: dict[str, float] = {}
+        self.sequences = 0
+        self.tokens = 0
+
+    def add(self, sums: dict[str, float], batches: int, sequences: int, tokens: int) -> None:
+        self.steps += 1
+        self.batches += batches
+        for key, value in sums.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+        self.sequences += sequences
+        self.tokens += tokens
+
+    def flush(self, step: int, lr: float, grad_norm: float, skipped: int) -> dict[str, Any]:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        record: dict[str, Any] = {"step": step, **summarize(self.sums, self.batches)}
+        record.update(
+            lr=lr,
+            grad_norm=grad_norm,
+            sequences_per_s=self.sequences / elapsed,
+            tokens_per_s=self.tokens / elapsed,
+            skipped_nonfinite=skipped,
+        )
+        self.reset()
+        return record
+
+
+class MetricsLog:
+    """`metrics.jsonl` (and TensorBoard when installed and wanted), written by rank 0."""
+
+    def __init__(self, run: Path, tensorboard: bool, resume_step: int) -> None:
+        self.path = run / METRICS_FILE
+        kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step]
+        # After a resume the log reads as one uninterrupted run.
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        self.writer = _tensorboard(run, resume_step) if tensorboard else None
+
+    def write(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        if self.writer is not None:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    self.writer.add_scalar(key, value, record["step"])
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _tensorboard(run: Path, resume_step: int) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is optional: pip install 'clozeworks[tensorboard]'
+        return None
+    # purge_step drops events a killed run wrote past the checkpoint it resumes from.
+    return SummaryWriter(str(run / "tensorboard"), purge_step=resume_step or None)
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
