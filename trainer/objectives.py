@@ -55,7 +55,7 @@ class MLMHead(nn.Module):
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         h = self.norm(F.gelu(self.dense(h)))  # [N, E]
         logits = F.linear(h, self.decoder.weight, self.bias)  # [N, V_padded]
-        return logits[:, : self.vocab_size]  # [N, V]
+        return logits[..., : self.vocab_size]  # [N, V]
 
 
 class SentenceHead(nn.Module):

@@ -1,0 +1,50 @@
+"""Shard sets in the pair modes, made from the session's packed shards with the real writer:
+each sequence is cut into segments A and B, with labels drawn at random (the mechanics are
+what these tests need; the statistics of real pairs are the shard builder's tests)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpus.shardio import iter_blocks, make_block, write_blocks, write_manifest
+from schemas.manifest import TOKENIZER_DIR, read_manifest
+
+CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
+
+
+def make_pair_shards(source: Path, target: Path, mode: str, seed: int = 0) -> Path:
+    manifest = read_manifest(source)
+    cls, sep = manifest.special_tokens["cls"], manifest.special_tokens["sep"]
+    rng = np.random.default_rng(seed)
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source / TOKENIZER_DIR, target / TOKENIZER_DIR, dirs_exist_ok=True)
+    infos = []
+    for index, shard in enumerate(manifest.shards):
+        blocks = []
+        for _, block in iter_blocks(source / shard.name):
+            seqs, segments, labels = [], [], []
+            for seq in block.sequences():
+                body = seq[1:-1][: manifest.max_seq_len - 3]
+                cut = max(1, len(body) // 2)
+                seqs.append(np.concatenate([[cls], body[:cut], [sep], body[cut:], [sep]]))
+                segments.append(cut + 2)
+                labels.append(int(rng.integers(CLASSES[mode])))
+            blocks.append(make_block(seqs, manifest.token_dtype, segments, labels))
+        infos.append(write_blocks(target, index, manifest.token_dtype, blocks))
+    write_manifest(target, replace(manifest, mode=mode, shards=tuple(infos)))
+    return target
+
+
+@pytest.fixture(scope="session")
+def nsp_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_pair_shards(shards_dir, tmp_path_factory.mktemp("nsp"), "nsp")
+
+
+@pytest.fixture(scope="session")
+def sso_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_pair_shards(shards_dir, tmp_path_factory.mktemp("sso"), "sso")

@@ -1,0 +1,75 @@
+import pytest
+
+from schemas.errors import BadInputError, UsageError
+from trainer.config import MODEL_PRESETS, load_config_file, preset
+
+
+def test_a_toml_file_overrides_any_field(tmp_path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text(
+        'objectives = ["mlm", "sop"]\ngrad_accum = 4\n'
+        '[model]\nfamily = "albert"\nembedding_size = 64\nshare = "ffn"\n'
+        '[optim]\nname = "lamb"\nlr = 2e-3\n'
+        '[masking]\nkind = "ngram"\n'
+        '[phase2]\ndata = "shards512"\nstart_step = 900\nbatch_size = 8\n',
+        encoding="utf-8",
+    )
+    config = load_config_file(path, preset("bert-base"))
+    assert config.objectives == ("mlm", "sop") and config.grad_accum == 4
+    assert (config.model.family, config.model.embedding_size, config.model.share) == (
+        "albert",
+        64,
+        "ffn",
+    )
+    assert config.model.hidden_size == 768  # untouched fields keep the preset's value
+    assert (config.optim.name, config.optim.lr, config.optim.beta2) == ("lamb", 2e-3, 0.999)
+    assert config.masking.kind == "ngram"
+    assert config.phase2 is not None and config.phase2.start_step == 900
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[model]\nhiden_size = 3\n", "unknown model setting"),
+        ("bogus = 1\n", "unknown setting 'bogus'"),
+        ('[masking]\nkind = "words"\n', "masking"),
+        ('objectives = ["mlm", "xyz"]\n', "unknown objective"),
+    ],
+)
+def test_bad_settings_are_named(tmp_path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError, match=message):
+        load_config_file(path, preset("bert-tiny"))
+
+
+def test_a_file_that_is_not_toml_is_bad_input(tmp_path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[model\n", encoding="utf-8")
+    with pytest.raises(BadInputError, match=r"bad\.toml"):
+        load_config_file(path, preset("bert-tiny"))
+
+
+def test_presets_follow_the_papers() -> None:
+    sizes = {
+        name: (m.num_layers, m.hidden_size, m.num_heads) for name, (m, _) in MODEL_PRESETS.items()
+    }
+    assert sizes["bert-tiny"] == (2, 128, 2) and sizes["bert-large"] == (24, 1024, 16)
+    assert preset("roberta-base").optim.beta2 == 0.98 and preset("roberta-base").optim.eps == 1e-6
+    assert preset("roberta-base").model.type_vocab_size == 0
+    albert = preset("albert-base")
+    assert (albert.model.embedding_size, albert.model.share, albert.optim.name) == (
+        128,
+        "all",
+        "lamb",
+    )
+    electra = preset("electra-small")
+    assert electra.objectives == ("mlm", "rtd") and electra.masking.random_ratio == 0.0
+    bert = preset("bert-base").optim
+    assert (bert.lr, bert.beta1, bert.beta2, bert.weight_decay, bert.warmup_steps) == (
+        1e-4,
+        0.9,
+        0.999,
+        0.01,
+        10_000,
+    )

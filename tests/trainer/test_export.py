@@ -1,0 +1,147 @@
+"""Exports load in transformers with no missing or unexpected weights, and give our logits."""
+
+import json
+
+import pytest
+import torch
+import transformers
+
+from cloze.cli import main
+from trainer.config import ModelConfig, TrainConfig
+from trainer.export import load_run, to_transformers
+from trainer.models import build_model
+
+V = 1000
+TINY = dict(vocab_size=V, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64)
+
+
+def jitter(model: torch.nn.Module) -> torch.nn.Module:
+    """Move every weight off its initial value, so a bias or LayerNorm mapped to the wrong
+    place cannot hide behind zeros and ones."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * 0.05)
+    return model.eval()
+
+
+def inputs(types: bool, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(5, V, (3, 24), generator=g)
+    attention = torch.ones_like(ids)
+    attention[1, 15:] = 0
+    ids[attention == 0] = pad_id
+    batch = {"input_ids": ids, "attention_mask": attention}
+    if types:
+        batch["token_type_ids"] = (torch.arange(24) >= 10).long().expand(3, 24) * attention
+    return batch
+
+
+def ours(model, config: ModelConfig, batch) -> dict[str, torch.Tensor]:
+    """Our logits at every position (the heads applied to all rows)."""
+    args = (batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+    with torch.no_grad():
+        if config.family == "electra":
+            g = model.generator(*args)
+            d = model.discriminator(*args)
+            return {"generator": model.mlm(g), "logits": model.rtd(d)}
+        h = model.encoder(*args)
+        out = {"mlm": model.mlm(h)}
+        if model.sentence is not None:
+            out["sentence"] = model.sentence(h)
+        return out
+
+
+def theirs(hf, batch) -> torch.Tensor:
+    with torch.no_grad():
+        return hf(**batch)
+
+
+def roundtrip(hf, tmp_path, name: str):
+    hf.save_pretrained(tmp_path / name)
+    loaded, info = type(hf).from_pretrained(tmp_path / name, output_loading_info=True)
+    missing = [k for k in info["missing_keys"] if not k.endswith("position_ids")]
+    assert not missing and not info["unexpected_keys"] and not info["mismatched_keys"], info
+    return loaded.eval()
+
+
+CASES = [
+    ("bert", {}, ("mlm", "nsp"), "BertForPreTraining"),
+    ("bert", {}, ("mlm",), "BertForMaskedLM"),
+    ("bert", {"pre_ln": True}, ("mlm",), "RobertaPreLayerNormForMaskedLM"),
+    ("roberta", {"type_vocab_size": 0, "pad_token_id": 1}, ("mlm",), "RobertaForMaskedLM"),
+    ("albert", {"embedding_size": 16, "share": "all"}, ("mlm", "sop"), "AlbertForPreTraining"),
+    (
+        "albert",
+        {"embedding_size": 16, "share": "attention"},
+        ("mlm", "sso"),
+        "AlbertForPreTraining",
+    ),
+    ("albert", {"embedding_size": 16, "share": "ffn"}, ("mlm",), "AlbertForMaskedLM"),
+    ("electra", {"embedding_size": 16, "generator_fraction": 0.5}, ("mlm", "rtd"), "Electra"),
+]
+
+
+@pytest.mark.parametrize(("family", "extra", "objectives", "expected"), CASES)
+def test_export_loads_and_gives_our_logits(family, extra, objectives, expected, tmp_path) -> None:
+    config = TrainConfig(
+        model=ModelConfig(family=family, **{**TINY, **extra}), objectives=objectives
+    )
+    model = jitter(build_model(config))
+    exported = to_transformers(model, config)
+    batch = inputs(types=config.model.type_vocab_size > 0, pad_id=config.model.pad_token_id)
+    real = batch["attention_mask"].bool()
+    mine = ours(model, config.model, batch)
+    for sub, hf in exported:
+        assert type(hf).__name__.startswith(expected)
+        hf = roundtrip(hf, tmp_path, sub or "main")
+        out = theirs(hf, batch)
+        if family == "electra" and sub == "generator":
+            pairs = [(mine["generator"], out.logits[real])]
+        elif family == "electra":
+            pairs = [(mine["logits"][real], out.logits[real])]
+        elif expected.endswith("PreTraining"):
+            pairs = [(mine["mlm"], out.prediction_logits[real])]
+            logits = out.seq_relationship_logits if family == "bert" else out.sop_logits
+            pairs.append((mine["sentence"], logits))
+        else:
+            pairs = [(mine["mlm"], out.logits[real])]
+        for a, b in pairs:
+            a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+            a = a[real.flatten()] if a.shape[0] == real.numel() else a
+            assert a.shape == b.shape
+            assert torch.allclose(a, b, atol=1e-4, rtol=0), (a - b).abs().max()
+
+
+def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards, tmp_path) -> None:
+    config = tmp_path / "small.toml"
+    config.write_text(
+        "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n"
+        "[optim]\nwarmup_steps = 1\n",
+        encoding="utf-8",
+    )
+    run, out = tmp_path / "run", tmp_path / "hf"
+    common = ["--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
+    args = ["train", *common, "--objective", "mlm,nsp", "--max-steps", "2", "--batch-size", "4"]
+    assert main([*args, "--no-progress"]) == 0
+    assert main(["export", "--run", str(run), "--output", str(out)]) == 0
+    hf, info = transformers.BertForPreTraining.from_pretrained(out, output_loading_info=True)
+    assert not [k for k in info["missing_keys"] if "position_ids" not in k]
+    assert not info["unexpected_keys"]
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    batch = tok(
+        ["the quick brown fox", "returns the value of x"], padding=True, return_tensors="pt"
+    )
+    train_config, model, _ = load_run(run)
+    assert json.loads((run / "config.json").read_text())["data"] == str(nsp_shards)
+    mine = ours(model, train_config.model, dict(batch))
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        theirs_ = hf.eval()(**batch)
+    assert torch.allclose(mine["mlm"][real], theirs_.prediction_logits[real], atol=1e-4)
+    assert torch.allclose(mine["sentence"], theirs_.seq_relationship_logits, atol=1e-4)
+
+
+def test_export_of_a_directory_that_is_not_a_run_is_a_usage_error(tmp_path, capsys) -> None:
+    assert main(["export", "--run", str(tmp_path), "--output", str(tmp_path / "x")]) == 2
+    assert "not a training run directory" in capsys.readouterr().err
