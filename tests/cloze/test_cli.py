@@ -59,9 +59,9 @@ def test_unknown_flag_on_a_non_beam_verb_is_bad_usage(tmp_path, capsys) -> None:
     assert "unrecognized arguments" in one_error_line(capsys)
 
 
-def test_unfinished_verbs_say_so(tmp_path, capsys) -> None:
+def test_export_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys) -> None:
     assert main(["export", "--run", str(tmp_path), "--output", str(tmp_path / "hf")]) == 2
-    assert "not available yet" in one_error_line(capsys)
+    assert "not a training run directory" in one_error_line(capsys)
 
 
 def test_bad_docs_dir_for_dedup(tmp_path, capsys) -> None:
