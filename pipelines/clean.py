@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,15 +11,18 @@ from typing import Any
 import apache_beam as beam
 
 from corpus.filters import DocumentFilter, apply_filters, build_filters
-from corpus.normalize import normalize_text
-from corpus.readers import RawDocument
+from corpus.normalize import check_mojibake_support, normalize_text
+from corpus.readers import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_RECORD_BYTES, RawDocument, Rejected
 from pipelines.counters import counter, read_counters
 from pipelines.documents_io import ReadRawDocuments, WriteDocuments, expand_inputs, to_row
 from pipelines.options import pipeline_options
-from pipelines.outputs import commit, new_staging_dir
+from pipelines.outputs import commit, join, new_staging_dir, remove_dir
 from schemas.documents import DOCS_GLOB, STATS_FILE
+from schemas.errors import UsageError
 
 DROPPED = "dropped"
+REJECTS_GLOB = "rejects-*.jsonl.gz"
+REJECTS_MARKER = "rejects.json"
 
 
 @dataclass
@@ -31,24 +36,33 @@ class CleanConfig:
     normal_form: str = "NFC"
     filters: Sequence[str] = ("length",)
     filter_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fix_mojibake: bool = False
+    rejects: str | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
 
 
 class _CleanDocument(beam.DoFn):
-    def __init__(self, normal_form: str, filters: Sequence[DocumentFilter]) -> None:
+    def __init__(self, normal_form: str, filters: Sequence[DocumentFilter], fix: bool) -> None:
         self.normal_form = normal_form
         self.filters = list(filters)
+        self.fix = fix
         self.kept = counter("documents_out")
         self.bytes_out = counter("bytes_out")
 
     def process(self, doc: RawDocument) -> Iterator[Any]:
-        text = normalize_text(doc.text, self.normal_form)
+        text = normalize_text(doc.text, self.normal_form, self.fix)
         result = apply_filters(text, self.filters) if text else None
         if result is None or not result.keep:
-            reason = "empty_after_normalize" if result is None else result.reason
+            reason = "empty_after_normalize" if result is None else str(result.reason)
             counter(f"dropped.{reason}").inc()
             yield beam.pvalue.TaggedOutput(DROPPED, (reason, doc))
             return
         final = result.text if result.text is not None else text
+        if not final:
+            counter("dropped.empty_after_filters").inc()
+            yield beam.pvalue.TaggedOutput(DROPPED, ("empty_after_filters", doc))
+            return
         self.kept.inc()
         self.bytes_out.inc(len(final.encode("utf-8")))
         yield to_row(RawDocument(doc.id, final, doc.source, doc.meta))
@@ -57,38 +71,128 @@ class _CleanDocument(beam.DoFn):
 class CleanDocuments(beam.PTransform):
     """RawDocument -> document rows (main) and (reason, RawDocument) tagged `dropped`."""
 
-    def __init__(self, normal_form: str, filters: Sequence[DocumentFilter]) -> None:
+    def __init__(
+        self, normal_form: str, filters: Sequence[DocumentFilter], fix_mojibake: bool = False
+    ) -> None:
         super().__init__()
         self.normal_form = normal_form
         self.filters = filters
+        self.fix_mojibake = fix_mojibake
 
     def expand(self, docs: Any) -> Any:
         return docs | "NormalizeAndFilter" >> beam.ParDo(
-            _CleanDocument(self.normal_form, self.filters)
+            _CleanDocument(self.normal_form, self.filters, self.fix_mojibake)
         ).with_outputs(DROPPED, main="kept")
 
 
-def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the clean pipeline; returns the stats written to `output/stats.json`."""
-    files = expand_inputs(config.inputs)
-    filters = build_filters(config.filters, config.filter_options)
-    staging = new_staging_dir(config.output)
-    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-        # RawDocument; rejected records are counted inside the reader.
-        raw = p | "ReadRaw" >> ReadRawDocuments(
-            files, config.fmt, config.text_field, config.id_field, config.doc_sep
+def rejected_line(record: Rejected) -> str:
+    """A reader rejection as one JSON line of the rejects store."""
+    return json.dumps(
+        {
+            "reason": record.reason,
+            "source": record.source,
+            "position": record.position,
+            "detail": record.detail,
+            "sample": record.sample,
+        },
+        ensure_ascii=False,
+    )
+
+
+def dropped_line(item: tuple[str, RawDocument]) -> str:
+    """A document a filter dropped, with its reason and original text, as one JSON line."""
+    reason, doc = item
+    return json.dumps(
+        {"reason": reason, "id": doc.id, "source": doc.source, "text": doc.text},
+        ensure_ascii=False,
+    )
+
+
+class WriteRejects(beam.PTransform):
+    """JSON lines -> gzipped `rejects-*.jsonl.gz` parts under a staging directory."""
+
+    def __init__(self, staging: str) -> None:
+        super().__init__()
+        self.staging = staging
+
+    def expand(self, lines: Any) -> Any:
+        return lines | "WriteJsonLines" >> beam.io.WriteToText(
+            join(self.staging, "rejects"),
+            file_name_suffix=".jsonl.gz",
+            shard_name_template="-SSSSS-of-NNNNN",
         )
-        # Document rows that passed every filter.
-        cleaned = raw.documents | "Clean" >> CleanDocuments(config.normal_form, filters)
-        _ = cleaned.kept | "Write" >> WriteDocuments(staging)
+
+
+def _check(config: CleanConfig, filters: Sequence[DocumentFilter]) -> None:
+    if config.fix_mojibake:
+        check_mojibake_support()
+    for f in filters:
+        check = getattr(f, "check", None)
+        if check is not None:
+            check()
+    if config.max_record_bytes < 1:
+        raise UsageError("--max-record-bytes must be at least 1")
+    if config.rejects and config.rejects.rstrip("/") == config.output.rstrip("/"):
+        raise UsageError("--rejects must differ from --output")
+
+
+def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the clean pipeline; returns the stats written to `output/stats.json`.
+
+    Raises BadInputError for inputs that match nothing or cannot be read, UsageError for
+    settings that cannot work; nothing is left in `output` by a failed run.
+    """
+    try:
+        filters = build_filters(config.filters, config.filter_options)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+    _check(config, filters)
+    files = expand_inputs(config.inputs)
+    staging = new_staging_dir(config.output)
+    rejects_staging = new_staging_dir(config.rejects) if config.rejects else None
+    try:
+        with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
+            # RawDocument; unusable records go to `rejected`, counted by reason.
+            raw = p | "ReadRaw" >> ReadRawDocuments(
+                files,
+                config.fmt,
+                config.text_field,
+                config.id_field,
+                config.doc_sep,
+                config.max_record_bytes,
+                config.chunk_bytes,
+            )
+            # Document rows that passed every filter, and (reason, document) that did not.
+            cleaned = raw.documents | "Clean" >> CleanDocuments(
+                config.normal_form, filters, config.fix_mojibake
+            )
+            _ = cleaned.kept | "Write" >> WriteDocuments(staging)
+            if rejects_staging:
+                unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
+                dropped = cleaned.dropped | "DroppedAsJson" >> beam.Map(dropped_line)
+                _ = (
+                    (unread, dropped)
+                    | "AllRejects" >> beam.Flatten()
+                    | "WriteRejects" >> WriteRejects(rejects_staging)
+                )
+    except BaseException:
+        remove_dir(staging)
+        if rejects_staging:
+            remove_dir(rejects_staging)
+        raise
+    counts = _zero_defaults(read_counters(p.result))
     stats = {
         "stage": "clean",
         "inputs": list(config.inputs),
         "files": len(files),
-        "filters": list(config.filters),
+        "filters": {f.name: dataclasses.asdict(f) for f in filters},  # type: ignore[call-overload]
         "normal_form": config.normal_form,
-        **_zero_defaults(read_counters(p.result)),
+        "fix_mojibake": config.fix_mojibake,
+        **counts,
     }
+    if rejects_staging and config.rejects:
+        dropped = {k: v for k, v in counts.items() if k.startswith("dropped.")}
+        commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
     commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
 

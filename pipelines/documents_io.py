@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import lzma
 import os
-from collections.abc import Iterator, Sequence
-from typing import Any
+import shutil
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any
 
 import apache_beam as beam
+import zstandard
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.readers import RawDocument, Rejected, decompressing, detect_format, reader_for
+from corpus.readers import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    RawDocument,
+    ReadOptions,
+    ReadTask,
+    Rejected,
+    count_newlines,
+    decompressing,
+    detect_format,
+    is_compressed,
+    parquet_layout,
+    plan_parquet_reads,
+    plan_reads,
+    read_task,
+    with_bases,
+)
 from pipelines.counters import counter
 from pipelines.outputs import join
 from schemas.documents import DOCS_GLOB, DOCS_SHARD_TEMPLATE, DOCS_SUFFIX, DOCUMENT, STATS_FILE
@@ -50,38 +72,104 @@ def _hidden(path: str) -> bool:
     return path.replace("\\", "/").rsplit("/", 1)[-1].startswith((".", "_"))
 
 
-class _ReadFile(beam.DoFn):
-    def __init__(
-        self, fmt: str | None, text_field: str, id_field: str | None, doc_sep: str
-    ) -> None:
+def _file_size(path: str) -> int:
+    try:
+        return int(FileSystems.match([path])[0].metadata_list[0].size_in_bytes)
+    except Exception as err:
+        raise BadInputError(f"{path}: cannot read ({err})") from None
+
+
+def _open(path: str) -> Any:
+    try:
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    except Exception as err:
+        raise BadInputError(f"{path}: cannot open ({err})") from None
+
+
+# What a broken file raises mid-read: truncated or corrupt compression, I/O failures.
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
+class _PlanReads(beam.DoFn):
+    """A file -> the ReadTasks that read it (ranges of a large file are numbered later)."""
+
+    def __init__(self, fmt: str | None, doc_sep: str, chunk_bytes: int) -> None:
         self.fmt = fmt
-        self.text_field = text_field
-        self.id_field = id_field
         self.doc_sep = doc_sep
+        self.chunk_bytes = chunk_bytes
+
+    def process(self, path: str) -> Iterator[ReadTask]:
+        fmt = self.fmt or detect_format(path)
+        if fmt != "parquet":
+            yield from plan_reads(path, fmt, _file_size(path), self.doc_sep, self.chunk_bytes)
+        elif is_compressed(path):
+            yield ReadTask(path, fmt)
+        else:
+            with _open(path) as f:
+                rows, sizes = parquet_layout(f, path)
+            yield from plan_parquet_reads(path, rows, sizes, self.chunk_bytes)
+
+
+def _numbered_or_not(task: ReadTask, partitions: int) -> int:
+    return 0 if task.base is not None else 1
+
+
+class _CountLines(beam.DoFn):
+    """A range of a split file -> (path, (range, newlines in it))."""
+
+    def process(self, task: ReadTask) -> Iterator[tuple[str, tuple[ReadTask, int]]]:
+        try:
+            with _open(task.path) as f:
+                yield task.path, (task, count_newlines(f, task.start, task.end))
+        except _READ_ERRORS as err:
+            raise BadInputError(f"{task.path}: cannot read ({err})") from None
+
+
+def _number_ranges(item: tuple[str, Iterable[tuple[ReadTask, int]]]) -> list[ReadTask]:
+    tasks, counts = zip(*item[1], strict=True)
+    return with_bases(tasks, counts)
+
+
+class _ReadRecords(beam.DoFn):
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
         self.docs_in = counter("documents_in")
         self.bytes_in = counter("bytes_in")
 
-    def process(self, path: str) -> Iterator[Any]:
-        read = reader_for(
-            self.fmt or detect_format(path), self.text_field, self.id_field, self.doc_sep
-        )
+    def process(self, task: ReadTask) -> Iterator[Any]:
         try:
-            raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        except Exception as err:
-            raise BadInputError(f"{path}: cannot open ({err})") from None
-        with raw, decompressing(raw, path) as stream:
-            for record in read(stream, path):
-                self.docs_in.inc()
-                if isinstance(record, Rejected):
-                    counter(f"dropped.{record.reason}").inc()
-                    yield beam.pvalue.TaggedOutput(REJECTED, record)
-                else:
-                    self.bytes_in.inc(len(record.text.encode("utf-8")))
-                    yield record
+            with _open(task.path) as raw, self._stream(task, raw) as stream:
+                for record in read_task(task, stream, self.options):
+                    self.docs_in.inc()
+                    if isinstance(record, Rejected):
+                        counter(f"dropped.{record.reason}").inc()
+                        yield beam.pvalue.TaggedOutput(REJECTED, record)
+                    else:
+                        self.bytes_in.inc(len(record.text.encode("utf-8")))
+                        yield record
+        except _READ_ERRORS as err:
+            raise BadInputError(f"{task.path}: cannot read ({err})") from None
+
+    @staticmethod
+    def _stream(task: ReadTask, raw: IO[bytes]) -> Any:
+        stream = decompressing(raw, task.path)
+        if task.fmt != "parquet" or not is_compressed(task.path):
+            return stream if stream is not raw else contextlib.nullcontext(raw)
+        # Parquet needs random access; spool the decompressed file to local disk, not memory.
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller's `with`
+        with stream:
+            shutil.copyfileobj(stream, spool, 1 << 20)
+        spool.seek(0)
+        return spool
 
 
 class ReadRawDocuments(beam.PTransform):
-    """Raw input files -> RawDocument (main) and Rejected (tagged `rejected`)."""
+    """Raw input files -> RawDocument (main) and Rejected (tagged `rejected`).
+
+    Files are planned into read tasks (large uncompressed files into byte ranges, Parquet
+    into runs of row groups); ranges of one file learn how many lines precede them from a
+    newline count, so ids are `{path}#{line}` whichever worker reads which range.
+    """
 
     def __init__(
         self,
@@ -90,24 +178,38 @@ class ReadRawDocuments(beam.PTransform):
         text_field: str = "text",
         id_field: str | None = None,
         doc_sep: str = "file",
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     ) -> None:
         super().__init__()
         self.files = list(files)
         self.fmt = fmt
-        self.text_field = text_field
-        self.id_field = id_field
         self.doc_sep = doc_sep
+        self.chunk_bytes = chunk_bytes
+        self.options = ReadOptions(text_field, id_field, doc_sep, max_record_bytes)
 
     def expand(self, pbegin: Any) -> Any:
-        return (
+        tasks = (
             pbegin
             | "ListFiles" >> beam.Create(self.files)
-            # One file per element; the reshuffle spreads files over workers.
-            | "SpreadFiles" >> beam.Reshuffle()
+            | "PlanReads" >> beam.ParDo(_PlanReads(self.fmt, self.doc_sep, self.chunk_bytes))
+            # One task per element; the reshuffle spreads them over workers.
+            | "SpreadTasks" >> beam.Reshuffle()
+            | "SplitNumbered" >> beam.Partition(_numbered_or_not, 2)
+        )
+        # Ranges of split files, each told how many lines precede it.
+        numbered = (
+            tasks[1]
+            | "CountLines" >> beam.ParDo(_CountLines())
+            | "GroupByFile" >> beam.GroupByKey()
+            | "NumberRanges" >> beam.FlatMap(_number_ranges)
+            | "SpreadRanges" >> beam.Reshuffle()
+        )
+        return (
+            (tasks[0], numbered)
+            | "AllTasks" >> beam.Flatten()
             | "ReadRecords"
-            >> beam.ParDo(
-                _ReadFile(self.fmt, self.text_field, self.id_field, self.doc_sep)
-            ).with_outputs(REJECTED, main="documents")
+            >> beam.ParDo(_ReadRecords(self.options)).with_outputs(REJECTED, main="documents")
         )
 
 

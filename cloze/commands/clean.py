@@ -1,18 +1,30 @@
 """Read raw text files, normalize and filter them, and write a document store.
 
 Inputs are files, directories (read recursively) or globs, local or on any Beam
-filesystem; .jsonl/.json, .parquet and .txt, each optionally .gz or .zst. Records that
-cannot be used (bad JSON, bad UTF-8, no text) are counted by reason in stats.json.
+filesystem; .jsonl/.json, .parquet and .txt, each optionally .gz, .zst, .bz2 or .xz.
+Records that cannot be used (bad JSON, bad UTF-8, no text, longer than --max-record-bytes)
+and documents a filter drops are counted by reason in stats.json; --rejects DIR keeps them.
+
+Filters (--filters, comma-separated, applied in order; "gopher" means both Gopher filters):
+  length             min/max characters
+  c4                 C4's line and page rules (TFDS c4_utils)
+  gopher-quality     Gopher's word-count, word-length, symbol and stop-word rules
+  gopher-repetition  Gopher's duplicate line/paragraph and repeated n-gram rules
+  fineweb            FineWeb's punctuation, short-line, duplicate-line and list rules
+  language           language ID (needs the [lang] extra, or [fasttext] and a model)
+Every threshold is a flag below; defaults and sources are in docs/filters.md.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from corpus.filters import FILTERS
+from corpus.filters import FILTERS, expand_names, filter_params
 from corpus.normalize import NORMAL_FORMS
-from corpus.readers import DOC_SEPS, FORMATS
+from corpus.readers import DEFAULT_MAX_RECORD_BYTES, DOC_SEPS, FORMATS
 from pipelines.clean import CleanConfig, run_clean
+from schemas.errors import UsageError
 
 HELP = "raw files -> clean documents (normalize, filter)"
 BEAM = True
@@ -32,16 +44,65 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--normalize", choices=NORMAL_FORMS, default="NFC", help="Unicode normal form")
     p.add_argument(
-        "--filters", default="length", help=f"comma-separated, from: {', '.join(sorted(FILTERS))}"
+        "--fix-mojibake",
+        action="store_true",
+        help="repair wrongly decoded text with ftfy (needs the [ftfy] extra)",
     )
-    p.add_argument("--min-chars", type=int, default=1, help="length filter: shortest document kept")
     p.add_argument(
-        "--max-chars", type=int, default=10_000_000, help="length filter: longest document kept"
+        "--filters",
+        default="length",
+        help=f"comma-separated, from: {', '.join(sorted([*FILTERS, 'gopher']))} (default: length)",
     )
+    p.add_argument("--rejects", metavar="DIR", help="also write dropped records with their reason")
+    p.add_argument(
+        "--max-record-bytes",
+        type=int,
+        default=DEFAULT_MAX_RECORD_BYTES,
+        help="longer raw records are counted as too_long and skipped unread",
+    )
+    for name in FILTERS:
+        group = p.add_argument_group(f"{name} filter")
+        for param in filter_params(name):
+            _add_param(group, param.flag, param.type, param.default, param.help)
+
+
+def _add_param(group: Any, flag: str, kind: type, default: Any, help_: str) -> None:
+    dest = "filter__" + flag.replace("-", "_")
+    if kind is bool:
+        group.add_argument(
+            f"--{flag}",
+            dest=dest,
+            action=argparse.BooleanOptionalAction,
+            default=default,
+            help=f"{help_} (default: {default})",
+        )
+    else:
+        group.add_argument(
+            f"--{flag}",
+            dest=dest,
+            type=kind,
+            default=default,
+            metavar={int: "N", float: "X"}.get(kind, "S"),
+            help=f"{help_} (default: {default!r})",
+        )
+
+
+def filter_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Per-filter keyword arguments from the parsed flags."""
+    return {
+        name: {
+            p.field: getattr(args, "filter__" + p.flag.replace("-", "_"))
+            for p in filter_params(name)
+        }
+        for name in names
+    }
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    filters = [f for f in args.filters.split(",") if f]
+    try:
+        filters = expand_names([f for f in args.filters.split(",") if f])
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     config = CleanConfig(
         inputs=args.input,
         output=args.output,
@@ -51,7 +112,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         doc_sep=args.doc_sep,
         normal_form=args.normalize,
         filters=filters,
-        filter_options={"length": {"min_chars": args.min_chars, "max_chars": args.max_chars}},
+        filter_options=filter_options(args, filters),
+        fix_mojibake=args.fix_mojibake,
+        rejects=args.rejects,
+        max_record_bytes=args.max_record_bytes,
     )
     stats = run_clean(config, beam_argv)
     dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from corpus.filters.base import FilterResult
 
@@ -15,9 +16,13 @@ class LengthFilter:
     of something else) and is deliberately generous.
     """
 
-    min_chars: int = 1
-    max_chars: int = 10_000_000
-    name: str = "length"
+    name: ClassVar[str] = "length"
+    min_chars: int = field(
+        default=1, metadata={"help": "shortest document kept", "flag": "min-chars"}
+    )
+    max_chars: int = field(
+        default=10_000_000, metadata={"help": "longest document kept", "flag": "max-chars"}
+    )
 
     def filter(self, text: str) -> FilterResult:
         if len(text) < self.min_chars:

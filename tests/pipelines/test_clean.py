@@ -1,13 +1,22 @@
+import bz2
+import gzip
 import json
+import lzma
+from pathlib import Path
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
+import zstandard
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from cloze.cli import main
 from corpus.filters import LengthFilter
 from corpus.readers import RawDocument
 from pipelines.clean import CleanConfig, CleanDocuments, run_clean
+from schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 
 
@@ -17,6 +26,17 @@ def _id_and_text(row):
 
 def _reason(item):
     return item[0]
+
+
+def dropped(stats: dict) -> dict:
+    return {k: v for k, v in stats.items() if k.startswith("dropped.")}
+
+
+def kept_rows(directory: Path) -> list[dict]:
+    rows = []
+    for f in sorted(directory.glob("part-*.parquet")):
+        rows.extend(pq.read_table(f).to_pylist())
+    return sorted(rows, key=lambda r: r["id"])
 
 
 def test_clean_documents_normalizes_and_drops_with_reasons() -> None:
@@ -39,31 +59,160 @@ def test_clean_documents_normalizes_and_drops_with_reasons() -> None:
         )
 
 
-def test_run_clean_accounts_for_every_record(tmp_path) -> None:
+def test_run_clean_accounts_for_every_record_and_keeps_rejects(tmp_path) -> None:
     raw = tmp_path / "raw"
     write_jsonl(
-        raw / "a.jsonl", [{"text": "first document here"}, {"text": ""}, {"nope": 1}, {"text": "x"}]
+        raw / "a.jsonl",
+        [{"text": "first document here"}, {"text": ""}, {"nope": 1}, {"text": "x"}, {"text": 7}],
     )
-    (raw / "b.jsonl").write_bytes(b'{"text": "second document"}\n{broken\n\xff\xfe\n')
+    (raw / "b.jsonl").write_bytes(
+        b'{"text": "second document"}\n{broken\n\xff\xfe\n{"text": "' + b"z" * 500 + b'"}\n'
+    )
     stats = run_clean(
         CleanConfig(
             inputs=[str(raw)],
             output=str(tmp_path / "docs"),
             filter_options={"length": {"min_chars": 3}},
+            rejects=str(tmp_path / "rejects"),
+            max_record_bytes=300,
         )
     )
-    dropped = {k: v for k, v in stats.items() if k.startswith("dropped.")}
-    assert dropped == {
+    assert dropped(stats) == {
         "dropped.empty_text": 1,
         "dropped.missing_text": 1,
+        "dropped.non_string_text": 1,
         "dropped.length.too_short": 1,
         "dropped.bad_json": 1,
         "dropped.bad_utf8": 1,
+        "dropped.too_long": 1,
     }
-    assert stats["documents_in"] == 7 == stats["documents_out"] + sum(dropped.values())
+    assert stats["documents_in"] == 9 == stats["documents_out"] + sum(dropped(stats).values())
     files = sorted((tmp_path / "docs").glob("part-*.parquet"))
     assert files and files[0].name.endswith("-of-00001.parquet")
-    rows = pq.read_table(files[0]).to_pylist()
-    assert sorted(r["text"] for r in rows) == ["first document here", "second document"]
+    rows = kept_rows(tmp_path / "docs")
+    assert [(r["id"], r["text"]) for r in rows] == [
+        (f"{raw}/a.jsonl#1", "first document here"),
+        (f"{raw}/b.jsonl#1", "second document"),
+    ]
     assert json.loads((tmp_path / "docs" / "stats.json").read_text())["documents_out"] == 2
     assert not list((tmp_path / "docs").glob(".staging-*"))
+    rejects = []
+    for part in sorted((tmp_path / "rejects").glob("rejects-*.jsonl.gz")):
+        with gzip.open(part, "rt") as f:
+            rejects.extend(json.loads(line) for line in f)
+    assert sorted(r["reason"] for r in rejects) == sorted(
+        k.removeprefix("dropped.") for k in dropped(stats)
+    )
+    short = next(r for r in rejects if r["reason"] == "length.too_short")
+    assert short["text"] == "x" and short["id"].endswith("a.jsonl#4")
+    assert json.loads((tmp_path / "rejects" / "rejects.json").read_text()) == dropped(stats)
+
+
+def _peak_rss_reset() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def test_a_200_mb_document_is_counted_and_never_held(tmp_path) -> None:
+    raw = tmp_path / "raw" / "big.jsonl"
+    raw.parent.mkdir()
+    with raw.open("wb") as f:
+        f.write(b'{"text": "a normal document"}\n{"text": "')
+        block = b"spam " * (1 << 20)
+        for _ in range(40):  # 200 MiB of text in one record
+            f.write(block)
+        f.write(b'"}\n{"text": "another normal document"}\n')
+    if not _peak_rss_reset():
+        pytest.skip("cannot reset the peak RSS counter here")
+    before = _status_kb("VmRSS")
+    stats = run_clean(CleanConfig(inputs=[str(raw)], output=str(tmp_path / "docs")))
+    grown_mb = (_status_kb("VmHWM") - before) / 1024
+    assert (stats["documents_in"], stats["documents_out"], dropped(stats)) == (
+        3,
+        2,
+        {"dropped.too_long": 1},
+    )
+    assert [r["id"] for r in kept_rows(tmp_path / "docs")] == [f"{raw}#1", f"{raw}#3"]
+    assert grown_mb < 120, f"peak RSS grew by {grown_mb:.0f} MB reading a 200 MB record"
+
+
+def test_split_reads_give_the_ids_of_a_whole_read(tmp_path) -> None:
+    raw = tmp_path / "raw"
+    records = [{"text": f"document number {i} " + "pad " * (i % 7)} for i in range(60)]
+    write_jsonl(raw / "a.jsonl", records)
+    (raw / "b.txt").write_text("".join(f"block {i}\nmore {i}\n\n\n" for i in range(40)))
+    results = {}
+    for chunk in (1 << 20, 97):
+        out = tmp_path / f"docs-{chunk}"
+        results[chunk] = run_clean(
+            CleanConfig(inputs=[str(raw)], output=str(out), doc_sep="blank", chunk_bytes=chunk)
+        )
+        results[chunk]["rows"] = [_id_and_text(r) for r in kept_rows(out)]
+    assert results[97]["rows"] == results[1 << 20]["rows"]
+    assert len(results[97]["rows"]) == 100
+    assert (f"{raw}/b.txt#5", "block 1\nmore 1") in results[97]["rows"]
+
+
+def test_every_format_and_compression(tmp_path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    line = b'{"body": "compressed text here"}\n'
+    (raw / "a.jsonl.gz").write_bytes(gzip.compress(line))
+    (raw / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(line))
+    (raw / "c.jsonl.bz2").write_bytes(bz2.compress(line))
+    (raw / "d.jsonl.xz").write_bytes(lzma.compress(line))
+    pq.write_table(pa.table({"body": ["from parquet", "row two"]}), raw / "e.parquet")
+    pq.write_table(pa.table({"body": ["gzipped parquet"]}), tmp_path / "f.parquet")
+    (raw / "f.parquet.gz").write_bytes(gzip.compress((tmp_path / "f.parquet").read_bytes()))
+    stats = run_clean(
+        CleanConfig(inputs=[str(raw)], output=str(tmp_path / "docs"), text_field="body")
+    )
+    assert stats["documents_out"] == 7 and stats["files"] == 6
+    ids = [r["id"] for r in kept_rows(tmp_path / "docs")]
+    assert f"{raw}/e.parquet#2" in ids and f"{raw}/f.parquet.gz#1" in ids
+
+
+def test_bad_files_are_one_line_errors_naming_them(tmp_path, capsys) -> None:
+    with pytest.raises(BadInputError, match="nothing-here"):
+        run_clean(CleanConfig(inputs=[str(tmp_path / "nothing-here")], output=str(tmp_path / "o")))
+    broken = tmp_path / "raw" / "broken.jsonl.gz"
+    broken.parent.mkdir()
+    broken.write_bytes(gzip.compress(b'{"text": "x"}\n' * 1000)[:-40])
+    code = main(["clean", "--input", str(broken), "--output", str(tmp_path / "docs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "broken.jsonl.gz: cannot read" in err and "\n" not in err
+    assert not (tmp_path / "docs" / "stats.json").exists()
+    assert not list((tmp_path / "docs").glob(".staging-*"))
+    with pytest.raises(UsageError, match="unknown filter"):
+        run_clean(CleanConfig(inputs=[str(broken)], output=str(tmp_path / "o"), filters=["c5"]))
+
+
+def test_cli_filter_flags_reach_the_filters(tmp_path, capsys) -> None:
+    write_jsonl(tmp_path / "raw" / "a.jsonl", [{"text": "short"}, {"text": "a bit longer"}])
+    code = main(
+        [
+            "clean",
+            "--input",
+            str(tmp_path / "raw"),
+            "--output",
+            str(tmp_path / "docs"),
+            "--filters",
+            "length",
+            "--min-chars",
+            "8",
+        ]
+    )
+    assert code == 0
+    stats = json.loads((tmp_path / "docs" / "stats.json").read_text())
+    assert stats["filters"]["length"]["min_chars"] == 8
+    assert dropped(stats) == {"dropped.length.too_short": 1}
