@@ -15,7 +15,9 @@ How positions are chosen (all kinds):
 3. Units are visited in a random order and taken while the running token count stays within
    the budget. The unit that would cross the budget is taken with probability
    (remaining budget / its length), so the masked share is unbiased for multi-token units
-   and exact for single tokens.
+   and exact for single tokens. If `max_predictions` leaves no room for that unit, the rest
+   of the budget goes to later units that fit (first fit, as BERT's
+   create_pretraining_data.py does), so a cap equal to the budget does not lower the share.
 4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%) or stays
    (10%); decided per token, except `span`, where SpanBERT decides per span.
 """
@@ -37,6 +39,8 @@ _STREAM_CROSS = 2
 _STREAM_ACTION = 3
 _STREAM_RANDOM_TOKEN = 4
 _STREAM_GROUP_LEN = 5
+# First-fit passes after a hard cap blocks the crossing unit; more change nothing measurable.
+_FILL_PASSES = 3
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -65,13 +69,30 @@ def sequence_keys(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
 
 
 def _hash(keys: torch.Tensor, counters: torch.Tensor, stream: int) -> torch.Tensor:
-    """32-bit hash of (key, counter, stream); keys [B], counters [B, N] -> [B, N] int64."""
+    """32-bit hash of (key, counter, stream); keys [B], counters [B, N] -> [B, N] int64.
+
+    With 1-D keys and counters of the same length it hashes elementwise pairs instead, which
+    gives the same value for the same (key, counter) as the batched form.
+    """
     k = _mix32(keys ^ _mul32(torch.full_like(keys, stream), 0x9E3779B9))
-    return _mix32(_mix32(k[:, None] ^ counters) ^ 0x632BE5AB)
+    if counters.dim() == 2:
+        k = k[:, None]
+    return _mix32(_mix32(k ^ counters) ^ 0x632BE5AB)
 
 
-def _uniform(keys: torch.Tensor, counters: torch.Tensor, stream: int) -> torch.Tensor:
-    return _hash(keys, counters, stream).to(torch.float32) * (1.0 / 4294967296.0)
+def random_bits(keys: torch.Tensor, length: int, stream: int) -> torch.Tensor:
+    """[B, length] int64 of 32 random bits per (sequence key, position, stream).
+
+    Position i's value does not depend on `length`, so padding never changes it. Streams
+    1..99 are used here; other modules (the trainer's word-structure shuffle) use 100 and up.
+    """
+    counters = torch.arange(length, device=keys.device).expand(keys.shape[0], length)
+    return _hash(keys, counters, stream)
+
+
+def to_unit_interval(bits: torch.Tensor) -> torch.Tensor:
+    """32-bit ints -> float32 in [0, 1). Uses the top 24 bits, so every value is exact."""
+    return (bits >> 8).to(torch.float32) * (1.0 / 16777216.0)
 
 
 @dataclass(frozen=True)
@@ -119,6 +140,11 @@ class MaskResult:
     action: torch.Tensor  # [B, L] int8: 0 none, 1 [MASK], 2 random token, 3 kept
 
 
+def _lookup(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """table[ids] for a 1-D table; index_select is several times faster than fancy indexing."""
+    return table.index_select(0, ids.reshape(-1)).view(ids.shape)
+
+
 def _group_lengths_cdf(settings: MaskingSettings) -> torch.Tensor | None:
     """Cumulative distribution of a group's length in words, or None for word/token units."""
     if settings.kind == "ngram":
@@ -138,30 +164,70 @@ def _unit_ids(
     keys: torch.Tensor,
     tables: MaskTables,
     settings: MaskingSettings,
-) -> torch.Tensor:
-    """[B, L] int64: unit index of every position; units are numbered left to right per row."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """([B, L] unit index, [B, L] word index) of every position, numbered left to right."""
     b, length = ids.shape
     positions = torch.arange(length, device=ids.device).expand(b, length)
     if settings.kind == "token":
-        return positions.clone()
+        return positions.clone(), positions
     # A word starts at a word-start piece and right after a non-maskable position; special
     # tokens and padding belong to no word (they take the number of the word before them,
     # but are never maskable, so they never count toward a unit).
     after_special = torch.ones_like(maskable)
     after_special[:, 1:] = ~maskable[:, :-1]
-    is_start = maskable & (tables.word_start[ids] | after_special)
+    is_start = maskable & (_lookup(tables.word_start, ids) | after_special)
     word = torch.clamp(torch.cumsum(is_start.to(torch.int64), 1) - 1, min=0)  # [B, L]
     cdf = _group_lengths_cdf(settings)
     if cdf is None:
-        return word
+        return word, word
     # Partition the words into consecutive groups of random length: group g spans words
     # [ends[g-1], ends[g]).
-    counters = torch.arange(length, device=ids.device).expand(b, length)
-    u = _uniform(keys, counters, _STREAM_GROUP_LEN)  # [B, L]
-    lengths = torch.searchsorted(cdf.to(ids.device), u.contiguous(), right=True) + 1  # [B, L]
-    lengths = torch.clamp(lengths, max=cdf.numel())
-    ends = torch.cumsum(lengths, 1)  # [B, L], ends[:, g] = first word after group g
-    return torch.searchsorted(ends, word.contiguous(), right=True)
+    # (Counting comparisons instead of searchsorted is the same inverse CDF, and faster.)
+    u = to_unit_interval(random_bits(keys, length, _STREAM_GROUP_LEN))  # [B, L]
+    below = (u[:, :, None] >= cdf.to(ids.device)[:-1]).sum(2)  # [B, L] cdf steps below u
+    ends = torch.cumsum(below + 1, 1)  # [B, L], ends[:, g] = first word after group g
+    # Group of word w = number of group ends <= w: mark every end and count along the row.
+    marks = torch.zeros(b, length + 1, dtype=torch.int64, device=ids.device)
+    marks.scatter_add_(1, ends.clamp(max=length), torch.ones_like(ends))
+    return torch.gather(torch.cumsum(marks, 1), 1, word), word
+
+
+def _fill_under_cap(
+    take: torch.Tensor,
+    candidate: torch.Tensor,
+    sorted_len: torch.Tensor,
+    remaining: torch.Tensor,
+) -> torch.Tensor:
+    """Add units from `candidate` (visiting order) that fit in `remaining` tokens, first fit.
+
+    A few passes of "take the fitting units while their running sum fits" come within a
+    token or two of true first fit, which is what BERT's create_pretraining_data.py does.
+    """
+    for _ in range(_FILL_PASSES):
+        fits = candidate & (sorted_len <= remaining[:, None])  # [B, U]
+        add = fits & (torch.cumsum(sorted_len * fits, 1) <= remaining[:, None])
+        take = take | add
+        remaining = remaining - (sorted_len * add).sum(1)
+        candidate = candidate & ~add
+    return take
+
+
+def _cut_crossing(
+    crossing: torch.Tensor,
+    order: torch.Tensor,
+    units: torch.Tensor,
+    words: torch.Tensor,
+    maskable: torch.Tensor,
+    rows: torch.Tensor,
+    remaining: torch.Tensor,
+) -> torch.Tensor:
+    """[B, L] bool: the leading whole words of each row's crossing span that fit in
+    `remaining` tokens (SpanBERT cuts its last span to the budget too)."""
+    cross_unit = torch.gather(order, 1, crossing.to(torch.int64).argmax(1, keepdim=True))  # [B, 1]
+    inside = (units == cross_unit) & maskable & rows[:, None]  # [B, L]
+    count = torch.cumsum(inside.to(torch.int64), 1)  # [B, L]
+    word_end = torch.zeros_like(count).scatter_reduce_(1, words, count, "amax")  # [B, W]
+    return inside & (torch.gather(word_end, 1, words) <= remaining[:, None])
 
 
 def mask_tokens(
@@ -176,56 +242,81 @@ def mask_tokens(
     ids: [B, L] token ids; attention: [B, L] bool, True on real tokens; keys: [B] from
     `sequence_keys`. Tables must be on the same device as `ids`. Returns a `MaskResult`;
     never chooses a special or padding position, never draws a special token as a random
-    replacement.
+    replacement, never predicts more than `settings.max_predictions` positions.
     """
     ids = ids.to(torch.int64)
     b, length = ids.shape
-    device = ids.device
-    maskable = attention.bool() & ~tables.special[ids]  # [B, L]
-    units = _unit_ids(ids, maskable, keys, tables, settings)  # [B, L]
-    n_units = length  # unit ids are < L in every row
+    maskable = attention.bool() & ~_lookup(tables.special, ids)  # [B, L]
+    units, words = _unit_ids(ids, maskable, keys, tables, settings)  # [B, L], ids are < L
 
-    unit_len = torch.zeros(b, n_units, dtype=torch.int64, device=device)
+    unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
     unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] maskable tokens per unit
 
     n_maskable = maskable.sum(1)  # [B]
     budget = torch.clamp(torch.round(n_maskable.to(torch.float32) * settings.prob), min=1)
     budget = torch.where(n_maskable > 0, budget.to(torch.int64), torch.zeros_like(n_maskable))
-    if settings.max_predictions is not None:
-        budget = torch.clamp(budget, max=settings.max_predictions)
+    cap = settings.max_predictions
+    if cap is not None:
+        budget = torch.clamp(budget, max=cap)
+    cut: torch.Tensor | None = None
 
-    unit_counter = torch.arange(n_units, device=device).expand(b, n_units)
-    score = _hash(keys, unit_counter, _STREAM_SELECT)  # [B, U]
-    score = torch.where(unit_len > 0, score, torch.full_like(score, 1 << 40))
-    order = torch.sort(score, dim=1, stable=True).indices  # [B, U] units in visiting order
+    # Visit units in random order: by a 24-bit score, ties by unit index, empty units last.
+    # Packing (row, score, unit) into one int64 makes every key unique, so one flat unstable
+    # sort gives that order, about twice as fast as a stable sort per row.
+    score = random_bits(keys, length, _STREAM_SELECT) >> 8  # [B, U]
+    score = score.masked_fill(unit_len == 0, 1 << 24)
+    unit_index = torch.arange(length, device=ids.device)
+    row = torch.arange(b, device=ids.device)[:, None]
+    packed = (row << 45) | (score << 20) | unit_index  # [B, U]
+    order = (torch.sort(packed.view(-1)).values & 0xFFFFF).view(b, length)  # visiting order
     sorted_len = torch.gather(unit_len, 1, order)  # [B, U]
     after = torch.cumsum(sorted_len, 1)  # tokens taken once this unit is in
     before = after - sorted_len
-    remaining = (budget[:, None] - before).to(torch.float32)
-    u_cross = _uniform(keys, unit_counter, _STREAM_CROSS)  # [B, U]
-    crossing = (before < budget[:, None]) & (u_cross * sorted_len.to(torch.float32) < remaining)
-    take = (sorted_len > 0) & ((after <= budget[:, None]) | crossing)
-    if settings.max_predictions is not None:
-        take &= after <= settings.max_predictions
+    live = sorted_len > 0
+    want = budget[:, None]
+    take = live & (after <= want)
+    # The one unit per row that would cross the budget: taken with probability
+    # (budget left / its length), so the expected count is the budget.
+    crossing = live & (before < want) & (after > want)  # [B, U]
+    u_cross = to_unit_interval(_hash(keys, torch.zeros_like(keys)[:, None], _STREAM_CROSS))
+    lucky = crossing & (u_cross * sorted_len.to(torch.float32) < (want - before).float())
+    if cap is None:
+        take = take | lucky
+    else:
+        # Under a hard cap the crossing unit may not fit at all; then what is left of the
+        # budget goes to later units that do fit, so the masked share stays at the budget.
+        within_cap = after <= cap
+        take = take | (lucky & within_cap)
+        blocked = (crossing & ~within_cap).any(1)  # [B]
+        if bool(blocked.any()):
+            remaining = torch.where(blocked, budget - (sorted_len * take).sum(1), 0)
+            if settings.kind == "span":
+                cut = _cut_crossing(crossing, order, units, words, maskable, blocked, remaining)
+                remaining = remaining - cut.sum(1)
+            candidate = live & (before >= want) & ~crossing & blocked[:, None]
+            take = _fill_under_cap(take, candidate, sorted_len, remaining)
     unit_taken = torch.zeros_like(take).scatter_(1, order, take)  # [B, U]
     masked = torch.gather(unit_taken, 1, units) & maskable  # [B, L]
+    if cut is not None:
+        masked |= cut
 
-    # 80/10/10, per token or (span) per unit.
-    pos_counter = torch.arange(length, device=device).expand(b, length)
-    action_counter = units if settings.kind == "span" else pos_counter
-    r = _uniform(keys, action_counter, _STREAM_ACTION)  # [B, L]
-    to_mask = masked & (r < settings.mask_ratio)
-    to_random = masked & ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
-    pick = _hash(keys, pos_counter, _STREAM_RANDOM_TOKEN) % tables.random_pool.numel()
-    random_ids = tables.random_pool[pick]  # [B, L]
-
-    out = torch.where(to_mask, torch.full_like(ids, tables.mask_id), ids)
-    out = torch.where(to_random, random_ids, out)
-    labels = torch.where(masked, ids, torch.full_like(ids, IGNORE_INDEX))
-    action = torch.zeros(b, length, dtype=torch.int8, device=device)
-    action[masked] = 3
-    action[to_mask] = 1
-    action[to_random] = 2
+    # 80/10/10, per token or (span) per unit, drawn only where a position is predicted.
+    rows, cols = masked.nonzero(as_tuple=True)  # [M]
+    row_keys = keys[rows]
+    counter = units[rows, cols] if settings.kind == "span" else cols
+    r = to_unit_interval(_hash(row_keys, counter, _STREAM_ACTION))  # [M]
+    to_mask = r < settings.mask_ratio
+    to_random = ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
+    # A uniform index into the pool by multiply-shift (no modulo bias, no division).
+    pick = (_hash(row_keys, cols, _STREAM_RANDOM_TOKEN) * tables.random_pool.numel()) >> 32
+    original = ids[rows, cols]
+    replaced = torch.where(to_random, tables.random_pool[pick], original)
+    out = ids.clone()
+    out[rows, cols] = torch.where(to_mask, tables.mask_id, replaced)
+    labels = torch.where(masked, ids, IGNORE_INDEX)
+    action = torch.zeros(b, length, dtype=torch.int8, device=ids.device)  # 0 none
+    # 1 [MASK], 2 random, 3 kept
+    action[rows, cols] = 3 - to_mask.to(torch.int8) * 2 - to_random.to(torch.int8)
     return MaskResult(input_ids=out, labels=labels, masked=masked, unit_ids=units, action=action)
 
 

@@ -72,41 +72,41 @@ def test_max_predictions_is_a_hard_cap(batch) -> None:
         assert r.masked.sum(1).max().item() <= 7
 
 
+def word_starts(ids, attention, tables):
+    can = maskable(ids, attention, tables)
+    return (tables.word_start[ids] | ~torch.roll(can, 1, 1)) & can
+
+
+def per_unit(r, values):
+    """[B, L] sums of `values` per (row, unit id)."""
+    out = torch.zeros(r.unit_ids.shape, dtype=torch.int64)
+    return out.scatter_add_(1, r.unit_ids, values.to(torch.int64))
+
+
 def test_whole_words_are_masked_whole(batch) -> None:
     ids, attention, keys, tables = batch
     r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="wwm"))
     can = maskable(ids, attention, tables)
-    for row in range(200):
-        units = r.unit_ids[row][can[row]]
-        masked = r.masked[row][can[row]]
-        for u in units.unique():
-            in_unit = masked[units == u]
-            assert in_unit.all() or not in_unit.any()
+    # every unit is all masked or all unmasked
+    size, hit = per_unit(r, can), per_unit(r, r.masked)
+    assert ((hit == 0) | (hit == size)).all()
     # and a unit is a word: it starts at a word-start piece or right after a special token
-    starts = (tables.word_start[ids] | ~torch.roll(can, 1, 1)) & can
-    for row in range(200):
-        units = r.unit_ids[row][can[row]]
-        first = torch.ones_like(units, dtype=torch.bool)
-        first[1:] = units[1:] != units[:-1]
-        assert torch.equal(first, starts[row][can[row]])
+    first = torch.ones_like(can)
+    first[:, 1:] = (r.unit_ids[:, 1:] != r.unit_ids[:, :-1]) | ~can[:, :-1]
+    assert torch.equal(first & can, word_starts(ids, attention, tables))
 
 
 def taken_unit_words(r, ids, attention, tables):
     """Number of words in every taken unit (words counted by word-start pieces)."""
-    can = maskable(ids, attention, tables)
-    starts = (tables.word_start[ids] | ~torch.roll(can, 1, 1)) & can
-    sizes = []
-    for row in range(ids.shape[0]):
-        units = r.unit_ids[row]
-        for u in units[r.masked[row]].unique().tolist():
-            sizes.append(int((starts[row] & (units == u)).sum()))
-    return torch.tensor(sizes, dtype=torch.float32)
+    words = per_unit(r, word_starts(ids, attention, tables) & r.masked)
+    return words[per_unit(r, r.masked) > 0].float()
 
 
 def test_span_lengths_follow_clipped_geometric(batch) -> None:
-    # SpanBERT: Geometric(0.2) clipped at 10 words, mean 3.8, at its length of 512. The span
-    # that crosses the budget is kept with probability (budget left / its length), which
-    # favours short spans; with ~13 spans per 512-token sequence that costs ~0.1 word.
+    # SpanBERT: Geometric(0.2) clipped at 10 words, mean 3.8. The span that crosses the
+    # budget is kept with probability (budget left / its length), which favours short spans,
+    # and a sequence's end cuts its last group: at 512 tokens (~13 spans) that costs ~0.1
+    # word, at 128 (~4 spans) ~0.3.
     ids, attention, keys, tables = make_batch(n=400, length=512, seed=3)
     r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="span"))
     sizes = taken_unit_words(r, ids, attention, tables)
@@ -114,11 +114,44 @@ def test_span_lengths_follow_clipped_geometric(batch) -> None:
     assert abs(sizes.mean().item() - 3.8) < 0.15, sizes.mean()
     ids, attention, keys, tables = batch
     r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="span"))
+    sizes = taken_unit_words(r, ids, attention, tables)
+    assert 3.35 < sizes.mean().item() < 3.65, sizes.mean()
     # 80/10/10 is decided per span: every token of a span got the same action
-    for row in range(100):
-        for u in r.unit_ids[row][r.masked[row]].unique():
-            acts = r.action[row][(r.unit_ids[row] == u) & r.masked[row]]
-            assert (acts == acts[0]).all()
+    lo = torch.full(r.unit_ids.shape, 9, dtype=torch.int64)
+    hi = torch.zeros(r.unit_ids.shape, dtype=torch.int64)
+    act = r.action.to(torch.int64)
+    lo.scatter_reduce_(1, r.unit_ids, act.where(r.masked, 9), "amin")
+    hi.scatter_reduce_(1, r.unit_ids, act.where(r.masked, 0), "amax")
+    taken = per_unit(r, r.masked) > 0
+    assert torch.equal(lo[taken], hi[taken])
+
+
+def full_rows(n: int, length: int):
+    """Rows that fill the length, as packed modes write them: the cap meets the budget."""
+    g = torch.Generator().manual_seed(5)
+    body = torch.randint(5, VOCAB, (n, length - 2), generator=g)
+    ids = torch.cat([torch.full((n, 1), 2), body, torch.full((n, 1), 3)], 1)
+    word_start = (torch.rand(VOCAB, generator=g) < 0.7).tolist()
+    tables = MaskTables.build(VOCAB, SPECIAL, word_start, MASK_ID)
+    return ids, torch.ones_like(ids, dtype=torch.bool), sequence_keys(9, 0, torch.arange(n)), tables
+
+
+@pytest.mark.parametrize("kind", ["token", "wwm", "span", "ngram"])
+def test_a_cap_equal_to_the_budget_keeps_the_share(kind: str) -> None:
+    # max_predictions = round(0.15 * 128) = 19 is the budget of a full row: the unit that
+    # would cross it never fits, so the rest of the budget is filled (first fit; span cuts
+    # its crossing span at a word boundary first, as SpanBERT cuts its last span).
+    ids, attention, keys, tables = full_rows(2000, 128)
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind=kind, max_predictions=19))
+    assert r.masked.sum(1).max().item() <= 19
+    share = r.masked.sum().item() / maskable(ids, attention, tables).sum().item()
+    assert abs(share - 0.15) <= 0.005, share
+    if kind in ("wwm", "span"):  # words stay whole
+        can = maskable(ids, attention, tables)
+        words = torch.cumsum(word_starts(ids, attention, tables).long(), 1)
+        size = torch.zeros_like(words).scatter_add_(1, words, can.long())
+        hit = torch.zeros_like(words).scatter_add_(1, words, r.masked.long())
+        assert ((hit == 0) | (hit == size)).all()
 
 
 def test_ngram_lengths_are_proportional_to_one_over_n(batch) -> None:
