@@ -12,7 +12,7 @@ import io
 import os
 import tarfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +41,12 @@ class ShardFormatError(ClozeError):
     def __init__(self, shard: str, where: str, problem: str) -> None:
         self.shard = shard
         self.where = where
+        self.problem = problem
         super().__init__(f"{shard}: {where}: {problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        # Loader workers send it to the training process; the default would pass one arg.
+        return (type(self), (self.shard, self.where, self.problem))
 
 
 @dataclass
@@ -270,29 +275,53 @@ def iter_blocks(path: str | Path) -> Iterator[tuple[str, Block]]:
 
 def iter_blocks_from(fileobj: IO[bytes], name: str) -> Iterator[tuple[str, Block]]:
     """As `iter_blocks`, from an open binary stream (a local file, a pipe, a URL)."""
-    current: str | None = None
-    members: dict[str, bytes] = {}
     try:
-        with tarfile.open(fileobj=fileobj, mode="r|") as tar:
-            for info in tar:
-                if not info.isfile():
-                    raise ShardFormatError(
-                        name, f"byte {info.offset}", f"{info.name} is not a file"
-                    )
-                key, _, ext = info.name.partition(".")
-                if key != current:
-                    if current is not None:
-                        yield current, decode_block(members, name, current)
-                    current, members = key, {}
-                member = tar.extractfile(info)
-                assert member is not None
-                members[ext] = member.read()
-                if len(members[ext]) != info.size:
-                    raise ShardFormatError(name, f"byte {info.offset}", "truncated member")
+        tar = tarfile.open(fileobj=fileobj, mode="r|")  # noqa: SIM115 - closed below
     except tarfile.TarError as err:
-        raise ShardFormatError(name, f"byte {fileobj.tell()}", f"not a valid tar ({err})") from None
-    if current is not None:
-        yield current, decode_block(members, name, current)
+        raise ShardFormatError(name, "byte 0", f"not a valid tar ({err})") from None
+    with tar:
+        for key, members, _ in iter_groups(tar, name):
+            yield key, decode_block(members, name, key)
+
+
+def iter_groups(
+    tar: tarfile.TarFile, name: str, want: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, dict[str, bytes], int]]:
+    """(key, {extension: bytes}, byte offset of its first header) per run of same-key members.
+
+    Members of keys `want` rejects are listed with empty data and not read, so a seekable
+    tar skips over them. ShardFormatError naming the byte offset for a member that is not a
+    regular file, appears twice or is cut short, and for anything `tarfile` cannot parse.
+    """
+    key: str | None = None
+    members: dict[str, bytes] = {}
+    start = offset = 0
+    try:
+        while (info := tar.next()) is not None:
+            offset = info.offset
+            if not info.isfile():
+                raise ShardFormatError(name, f"byte {offset}", f"{info.name} is not a file")
+            this, _, ext = info.name.partition(".")
+            if this != key:
+                if key is not None:
+                    yield key, members, start
+                key, members, start = this, {}, offset
+            if ext in members:
+                raise ShardFormatError(name, f"byte {offset}", f"{info.name} appears twice")
+            if want is not None and not want(this):
+                members[ext] = b""
+                continue
+            stream = tar.extractfile(info)
+            assert stream is not None
+            members[ext] = stream.read()
+            if len(members[ext]) != info.size:
+                raise ShardFormatError(name, f"byte {offset}", f"{info.name} is cut short")
+    except tarfile.TarError as err:
+        raise ShardFormatError(name, f"byte {offset}", f"not a valid tar ({err})") from None
+    except OSError as err:  # a failing pipe command, a dropped connection
+        raise ShardFormatError(name, f"byte {offset}", f"read failed ({err})") from None
+    if key is not None:
+        yield key, members, start
 
 
 def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
