@@ -2,185 +2,389 @@
 
 ```python
 from trainer.data import ShardDataset, MaskingConfig
-ds = ShardDataset("shards/", batch_size=64, seed=0, masking=MaskingConfig(kind="token"))
-loader = ds.loader()
+ds = ShardDataset("shards/", batch_size=64, seed=0, masking=MaskingConfig(kind="token"),
+                  rank=0, world_size=1)
+loader = ds.loader(num_workers=2)
 for batch in loader: ...          # one epoch; the next `for` continues with the next epoch
 state = loader.state_dict(); loader.load_state_dict(state)
 ```
 
-Batches are dicts of tensors named as Hugging Face models take them. Masks come from
-`corpus.masking` keyed by (seed, epoch, global sequence index), so they do not depend on
-batching. This first version runs in the calling process (`num_workers=0`).
+Batches are dicts of tensors named as Hugging Face models take them (`input_ids`,
+`attention_mask`, `token_type_ids`, `labels`, and `next_sentence_label` or
+`sentence_order_label` in pair modes), plus the SBO / WSO fields when asked for
+(`trainer.masking`). Which sequences form which batch is `trainer.data_plan`'s arithmetic:
+every rank gets the same number of batches, and the batch sequence does not depend on the
+number of workers, so a loader resumes exactly with 0, 2 or 3 workers. Masks come from
+`corpus.masking` keyed by (seed, epoch, global sequence index).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from corpus.masking import MaskTables, mask_tokens, pad_batch, sequence_keys
-from corpus.shardio import Block, iter_blocks
-from corpus.vocab import load_tokenizer
-from schemas.errors import BadInputError, UsageError
-from schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
+from corpus.masking import sequence_keys
+from corpus.shardio import ShardFormatError
+from schemas.errors import UsageError
 from schemas.masking import MaskingSettings
+from trainer.data_collate import collate
+from trainer.data_plan import DEFAULT_STREAMS, EpochPlan, Layout
+from trainer.data_read import ON_ERROR, EpochReader, Knowledge
+from trainer.data_source import Source, mask_tables, resolve_source
+from trainer.masking import WSO_PROB, BatchMasker
 
 MaskingConfig = MaskingSettings
 
-SENTENCE_LABEL_NAMES = {
-    "nsp": "next_sentence_label",
-    "sop": "sentence_order_label",
-    "sso": "sentence_order_label",
-}
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
+STATE_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Example:
-    index: int  # global sequence index: position in the manifest's shard order
-    tokens: np.ndarray
-    segment: int = -1
-    label: int = -1
+class ShardSkippedWarning(UserWarning):
+    """A damaged shard was skipped (`on_error="skip"`); issued once per shard."""
 
 
 class ShardDataset:
+    """A shard set as seen by one rank. See the module docstring.
+
+    source: a shard directory, its URL, or a list of shard paths / URLs / `pipe:` commands
+        (with `manifest=` for pipes). rank / world_size default to torch.distributed's.
+    masking: dynamic masking of unmasked shards (pre-masked shards pass through unchanged).
+    objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes.
+    tokenizer / tokenizer_sha256: the tokenizer the run uses; refused unless it is the one
+        the shards were encoded with. Word-level masking needs the tokenizer (the copy
+        shipped with the shards is used when none is given).
+    verify: check each shard's sha256 before its first use. on_error: "raise" a
+        ShardFormatError naming shard and byte offset, or "skip" (one warning per shard,
+        counted in the loader's `counters`; the damaged places are filled from other
+        shards so that every rank still yields the same number of batches).
+    streams: read ranges per rank; the batch order depends on it, not on num_workers.
+    length_bucketing: batch sequences of similar length together (within a shuffle window).
+    """
+
     def __init__(
         self,
-        source: str | Path,
+        source: Source,
         batch_size: int,
         seed: int = 0,
         masking: MaskingSettings | None = None,
-        rank: int = 0,
-        world_size: int = 1,
+        rank: int | None = None,
+        world_size: int | None = None,
         shuffle_buffer: int = 8192,
         tokenizer_sha256: str | None = None,
+        *,
+        tokenizer: str | Path | None = None,
+        manifest: str | Path | None = None,
+        objectives: Sequence[str] = ("mlm",),
+        verify: bool = False,
+        on_error: str = "raise",
+        streams: int = DEFAULT_STREAMS,
+        length_bucketing: bool = False,
+        wso_prob: float = WSO_PROB,
     ) -> None:
-        self.source = Path(source)
-        self.manifest: Manifest = read_manifest(self.source)
-        if tokenizer_sha256 is not None and tokenizer_sha256 != self.manifest.tokenizer_sha256:
-            raise BadInputError(
-                f"{self.source}: shards were encoded with a different tokenizer "
-                f"({self.manifest.tokenizer_sha256[:12]} vs {tokenizer_sha256[:12]})"
-            )
-        if world_size != 1 or rank != 0:
-            raise UsageError("this loader runs on one process; multi-rank loading comes later")
         if batch_size < 1:
             raise UsageError(f"batch size must be >= 1, got {batch_size}")
+        if streams < 1 or shuffle_buffer < 1:
+            raise UsageError("streams and shuffle_buffer must be >= 1")
+        if on_error not in ON_ERROR:
+            raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+        unknown = sorted(set(objectives) - set(OBJECTIVES))
+        if unknown:
+            raise UsageError(f"unknown objective(s) {', '.join(unknown)}; known: {OBJECTIVES}")
+        self.rank, self.world_size = _rank_and_world(rank, world_size)
+        self.shards = resolve_source(source, manifest)
+        self.manifest = self.shards.manifest
+        self.source = self.shards.location
         self.batch_size = batch_size
         self.seed = seed
         self.masking = masking or MaskingSettings()
-        self.shuffle_buffer = shuffle_buffer
-        self.tables = _mask_tables(self.source, self.manifest)
-        self.first_index = np.cumsum([0] + [s.sequences for s in self.manifest.shards])
+        self.verify = verify
+        self.on_error = on_error
+        self.objectives = tuple(objectives)
+        self._check_objectives()
+        self.layout = Layout.build(
+            self.shards.sizes,
+            batch_size,
+            self.world_size,
+            streams,
+            shuffle_buffer,
+            length_bucketing,
+        )
+        self.masker: BatchMasker | None = None
+        if self.manifest.premask is None:
+            tables = mask_tables(
+                self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token"
+            )
+            self.masker = BatchMasker(
+                tables,
+                self.masking,
+                sbo="sbo" in self.objectives,
+                wso_prob=wso_prob if "wso" in self.objectives else None,
+            )
+        elif tokenizer is not None or tokenizer_sha256 is not None:
+            mask_tables(self.shards, tokenizer, tokenizer_sha256, False)  # fingerprint check
 
-    def loader(self, num_workers: int = 0) -> ShardLoader:
-        if num_workers != 0:
-            raise UsageError("this loader runs in the training process; use num_workers=0")
-        return ShardLoader(self)
+    def _check_objectives(self) -> None:
+        man = self.manifest
+        for name in ("nsp", "sop", "sso"):
+            if name in self.objectives and man.mode != name:
+                raise UsageError(
+                    f"objective {name} needs shards built with --mode {name}; "
+                    f"{self.source} holds {man.mode}"
+                )
+        if man.premask is not None and {"sbo", "wso"} & set(self.objectives):
+            raise UsageError(
+                f"{self.source} is pre-masked; sbo and wso need dynamic masking "
+                "(build the shards without --premask)"
+            )
+
+    def loader(
+        self,
+        num_workers: int = 0,
+        mask_device: torch.device | str | None = None,
+        pin_memory: bool = False,
+        prefetch_factor: int = 2,
+    ) -> ShardLoader:
+        """An iterable of batches. With `mask_device`, workers send unmasked batches and
+        masking runs on that device in the training process (same function, same masks)."""
+        if num_workers < 0:
+            raise UsageError(f"num_workers must be >= 0, got {num_workers}")
+        if num_workers > 1 and self.layout.streams % num_workers:
+            warnings.warn(
+                f"{num_workers} workers do not divide the loader's {self.layout.streams} "
+                "read streams: batches are the same, but workers read more than they use",
+                stacklevel=2,
+            )
+        return ShardLoader(self, num_workers, mask_device, pin_memory, prefetch_factor)
 
     def batches_per_epoch(self) -> int:
-        return self.manifest.sequences // self.batch_size
+        """Batches every rank yields per epoch (the same on every rank)."""
+        return self.layout.batches_per_rank()
 
-    # One epoch as a stream of examples, in shuffled order.
-    def examples(self, epoch: int) -> Iterator[Example]:
-        rng = np.random.default_rng([self.seed, epoch, 0x5EED])
-        order = rng.permutation(len(self.manifest.shards))
-        buffer: list[Example] = []
-        for shard_pos in order:
-            shard = self.manifest.shards[shard_pos]
-            first = int(self.first_index[shard_pos])
-            seen = 0
-            for _, block in iter_blocks(self.source / shard.name):
-                for example in _examples(block, first + seen):
-                    if len(buffer) < self.shuffle_buffer:
-                        buffer.append(example)
-                        continue
-                    j = int(rng.integers(len(buffer)))
-                    buffer[j], example = example, buffer[j]
-                    yield example
-                seen += len(block)
-        rng.shuffle(buffer)  # type: ignore[arg-type]
-        yield from buffer
-
-    def collate(self, examples: list[Example], epoch: int) -> dict[str, torch.Tensor]:
-        seqs = [torch.from_numpy(e.tokens.astype(np.int64)) for e in examples]
-        ids, attention = pad_batch(seqs, self.manifest.special_tokens["pad"])
-        batch: dict[str, torch.Tensor] = {"attention_mask": attention.to(torch.int64)}
-        positions = torch.arange(ids.shape[1])
-        segments = torch.tensor([e.segment for e in examples])
-        batch["token_type_ids"] = (
-            ((positions[None, :] >= segments[:, None]) & attention).to(torch.int64)
-            if self.manifest.is_pair_mode
-            else torch.zeros_like(ids)
-        )
-        keys = sequence_keys(self.seed, epoch, torch.tensor([e.index for e in examples]))
-        result = mask_tokens(ids, attention, keys, self.tables, self.masking)
-        batch["input_ids"] = result.input_ids
-        batch["labels"] = result.labels
-        if self.manifest.is_pair_mode:
-            name = SENTENCE_LABEL_NAMES[self.manifest.mode]
-            batch[name] = torch.tensor([e.label for e in examples], dtype=torch.int64)
-        return batch
+    def plan(self, epoch: int) -> EpochPlan:
+        return EpochPlan(self.layout, self.seed, epoch, self.rank)
 
 
-def _examples(block: Block, first: int) -> Iterator[Example]:
-    for i in range(len(block)):
-        yield Example(
-            index=first + i,
-            tokens=block.sequence(i),
-            segment=-1 if block.segments is None else int(block.segments[i]),
-            label=-1 if block.labels is None else int(block.labels[i]),
-        )
+def _rank_and_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    dist = torch.distributed
+    if world_size is None:
+        world_size = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if rank is None:
+        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise UsageError(f"rank {rank} does not fit world size {world_size}")
+    return rank, world_size
 
 
-def _mask_tables(source: Path, manifest: Manifest) -> MaskTables:
-    tok_dir = source / TOKENIZER_DIR
-    special = list(manifest.special_tokens.values())
-    word_start = None
-    if tok_dir.is_dir():
-        info = load_tokenizer(tok_dir)
-        special = sorted(set(special) | set(info.all_special_ids))
-        word_start = info.word_start_table()
-    return MaskTables.build(
-        manifest.vocab_size, special, word_start, manifest.special_tokens["mask"]
-    )
+@dataclass
+class _Item:
+    """What a worker sends: a batch (unmasked if masking runs on the device), what it
+    learned about the shards, or the error that stopped it."""
+
+    batch: dict[str, torch.Tensor] = field(default_factory=dict)
+    keys: torch.Tensor | None = None
+    events: list[tuple[str, str, Any]] = field(default_factory=list)
+    substituted: int = 0
+    error: ShardFormatError | None = None
+
+    def pin_memory(self) -> _Item:
+        pinned = {k: v.pin_memory() for k, v in self.batch.items()}
+        keys = None if self.keys is None else self.keys.pin_memory()
+        return replace(self, batch=pinned, keys=keys)
+
+
+def _identity(item: _Item) -> _Item:
+    return item
+
+
+class _EpochBatches(IterableDataset[_Item]):
+    """Batches start, start+1, ... of one epoch; worker w of n makes every n-th of them."""
+
+    def __init__(
+        self, dataset: ShardDataset, epoch: int, start: int, knowledge: Knowledge, mask: bool
+    ) -> None:
+        self.dataset = dataset
+        self.epoch = epoch
+        self.start = start
+        self.knowledge = knowledge
+        self.mask = mask
+
+    def __iter__(self) -> Iterator[_Item]:
+        ds = self.dataset
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        plan = ds.plan(self.epoch)
+        reader = EpochReader(ds.shards, plan, self.knowledge, ds.verify, ds.on_error)
+        pad, mode = ds.manifest.special_tokens["pad"], ds.manifest.mode
+        try:
+            for j in range(self.start + worker, plan.batches, workers):
+                try:
+                    pool = reader.batch(j)
+                except ShardFormatError as err:
+                    yield _Item(events=_take(reader.events), error=err)
+                    return
+                batch = collate(pool, pad, mode)
+                keys = None
+                if ds.masker is not None:
+                    keys = sequence_keys(ds.seed, self.epoch, torch.from_numpy(pool.index))
+                    if self.mask:
+                        ds.masker(batch, keys)
+                        keys = None
+                substituted = int(pool.substituted.sum())
+                yield _Item(batch, keys, _take(reader.events), substituted)
+        finally:
+            reader.close()
+
+
+def _take(events: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    out = list(events)
+    events.clear()
+    return out
 
 
 class ShardLoader:
-    """Iterates one epoch per `for`; `state_dict()` is where the next batch comes from."""
+    """Iterates one epoch per `for`; `state_dict()` says where the next batch comes from.
 
-    def __init__(self, dataset: ShardDataset) -> None:
+    The state is the same on every rank (all ranks are at the same batch), so a checkpoint
+    written by rank 0 resumes every rank.
+    """
+
+    def __init__(
+        self,
+        dataset: ShardDataset,
+        num_workers: int = 0,
+        mask_device: torch.device | str | None = None,
+        pin_memory: bool = False,
+        prefetch_factor: int = 2,
+    ) -> None:
         self.dataset = dataset
+        self.num_workers = num_workers
+        self.mask_device = None if mask_device is None else torch.device(mask_device)
+        self.pin_memory = pin_memory
+        self.prefetch_factor = prefetch_factor
         self.epoch = 0
         self.batches = 0  # batches already yielded in the current epoch
+        self.knowledge = Knowledge()
+        self._reported: set[tuple[str, str]] = set()
+        self.counters = {"damaged_shards": 0, "substituted_sequences": 0, "verified_shards": 0}
+
+    def __len__(self) -> int:
+        return self.dataset.batches_per_epoch()
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         ds = self.dataset
-        epoch, skip = self.epoch, self.batches
-        pending: list[Example] = []
-        produced = 0
-        for example in ds.examples(epoch):
-            pending.append(example)
-            if len(pending) < ds.batch_size:
-                continue
-            batch_examples, pending = pending, []
-            produced += 1
-            if produced <= skip:
-                continue
-            self.batches = produced
-            yield ds.collate(batch_examples, epoch)
-        # The short last batch is dropped: every epoch has the same number of batches.
+        if self.batches >= ds.batches_per_epoch():
+            self.epoch, self.batches = self.epoch + 1, 0
+        epoch = self.epoch
+        mask_here = self.mask_device is not None
+        source = _EpochBatches(ds, epoch, self.batches, self.knowledge, mask=not mask_here)
+        items: Iterator[_Item]
+        if self.num_workers == 0:
+            items = iter(source)
+        else:
+            items = iter(
+                DataLoader(
+                    source,
+                    batch_size=None,
+                    num_workers=self.num_workers,
+                    collate_fn=_identity,
+                    pin_memory=self.pin_memory,
+                    prefetch_factor=self.prefetch_factor,
+                )
+            )
+        try:
+            for item in items:
+                self._absorb(item)
+                batch = item.batch
+                if self.mask_device is not None:
+                    batch = {k: v.to(self.mask_device, non_blocking=True) for k, v in batch.items()}
+                    if item.keys is not None and ds.masker is not None:
+                        ds.masker(batch, item.keys)
+                self.batches += 1
+                yield batch
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+            del items
         self.epoch, self.batches = epoch + 1, 0
 
+    def _absorb(self, item: _Item) -> None:
+        # Several workers may report the same shard; count and warn once.
+        for kind, name, detail in item.events:
+            if (kind, name) in self._reported:
+                continue
+            self._reported.add((kind, name))
+            if kind == "verified":
+                self.knowledge.verified.add(name)
+                self.counters["verified_shards"] += 1
+            elif kind == "damaged":
+                self.knowledge.damage.setdefault(name, detail)
+                self.counters["damaged_shards"] += 1
+                warnings.warn(
+                    ShardSkippedWarning(
+                        f"{detail.message}; skipping the damaged part (on_error='skip'), "
+                        "its places are filled from other shards"
+                    ),
+                    stacklevel=3,
+                )
+        self.counters["substituted_sequences"] += item.substituted
+        if item.error is not None:
+            raise item.error
+
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "batches": self.batches, "seed": self.dataset.seed}
+        ds = self.dataset
+        return {
+            "version": STATE_VERSION,
+            "epoch": self.epoch,
+            "batches": self.batches,
+            "seed": ds.seed,
+            "layout": ds.layout.to_dict(),
+            "counters": dict(self.counters),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("seed") != self.dataset.seed:
-            raise UsageError("loader state was saved with a different seed")
-        self.epoch = int(state["epoch"])
-        self.batches = int(state["batches"])
+        """Resume where `state` was taken. Mid-epoch, the settings that decide the batch
+        order (shards, batch size, world size, streams, shuffle window, bucketing) must be
+        the ones the state was saved with, or this raises UsageError; at an epoch boundary
+        any settings resume exactly. The number of workers never matters."""
+        ds = self.dataset
+        if state.get("seed") != ds.seed:
+            raise UsageError(
+                f"loader state was saved with seed {state.get('seed')}, this run uses {ds.seed}"
+            )
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        saved = state.get("layout")
+        current = ds.layout.to_dict()
+        if batches > 0 and saved != current:
+            if saved is not None and batches >= _batches_of(saved):
+                epoch, batches = epoch + 1, 0  # saved after the last batch of an epoch
+            else:
+                raise UsageError(_layout_mismatch(saved, current, epoch, batches))
+        self.epoch, self.batches = epoch, batches
+        self.counters.update(state.get("counters", {}))
+
+
+def _batches_of(layout: dict[str, Any]) -> int:
+    per_rank = int(layout["sequences"]) // int(layout["world_size"])
+    return per_rank // int(layout["batch_size"])
+
+
+def _layout_mismatch(
+    saved: dict[str, Any] | None, current: dict[str, Any], epoch: int, batches: int
+) -> str:
+    if saved is None:
+        diff = "it was saved by an older loader"
+    else:
+        diff = ", ".join(
+            f"{k} {saved.get(k)} -> {v}" for k, v in current.items() if saved.get(k) != v
+        )
+    return (
+        f"cannot resume {batches} batches into epoch {epoch} exactly: {diff}. Resume with "
+        "the same settings, or from a checkpoint taken at an epoch boundary"
+    )
