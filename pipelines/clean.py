@@ -136,6 +136,41 @@ def _check(config: CleanConfig, filters: Sequence[DocumentFilter]) -> None:
         raise UsageError("--rejects must differ from --output")
 
 
+def build_clean(
+    p: Any,
+    config: CleanConfig,
+    files: Sequence[str],
+    filters: Sequence[DocumentFilter],
+    staging: str,
+    rejects_staging: str | None,
+) -> None:
+    """Add the clean stages to pipeline `p` (separate from running it, so tests can check
+    what would be sent to a runner)."""
+    # RawDocument; unusable records go to `rejected`, counted by reason.
+    raw = p | "ReadRaw" >> ReadRawDocuments(
+        files,
+        config.fmt,
+        config.text_field,
+        config.id_field,
+        config.doc_sep,
+        config.max_record_bytes,
+        config.chunk_bytes,
+    )
+    # Document rows that passed every filter, and (reason, document) that did not.
+    cleaned = raw.documents | "Clean" >> CleanDocuments(
+        config.normal_form, filters, config.fix_mojibake
+    )
+    _ = cleaned.kept | "Write" >> WriteDocuments(staging)
+    if rejects_staging:
+        unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
+        dropped = cleaned.dropped | "DroppedAsJson" >> beam.Map(dropped_line)
+        _ = (
+            (unread, dropped)
+            | "AllRejects" >> beam.Flatten()
+            | "WriteRejects" >> WriteRejects(rejects_staging)
+        )
+
+
 def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
     """Run the clean pipeline; returns the stats written to `output/stats.json`.
 
@@ -152,29 +187,7 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     rejects_staging = new_staging_dir(config.rejects) if config.rejects else None
     try:
         with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-            # RawDocument; unusable records go to `rejected`, counted by reason.
-            raw = p | "ReadRaw" >> ReadRawDocuments(
-                files,
-                config.fmt,
-                config.text_field,
-                config.id_field,
-                config.doc_sep,
-                config.max_record_bytes,
-                config.chunk_bytes,
-            )
-            # Document rows that passed every filter, and (reason, document) that did not.
-            cleaned = raw.documents | "Clean" >> CleanDocuments(
-                config.normal_form, filters, config.fix_mojibake
-            )
-            _ = cleaned.kept | "Write" >> WriteDocuments(staging)
-            if rejects_staging:
-                unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
-                dropped = cleaned.dropped | "DroppedAsJson" >> beam.Map(dropped_line)
-                _ = (
-                    (unread, dropped)
-                    | "AllRejects" >> beam.Flatten()
-                    | "WriteRejects" >> WriteRejects(rejects_staging)
-                )
+            build_clean(p, config, files, filters, staging, rejects_staging)
     except BaseException:
         remove_dir(staging)
         if rejects_staging:

@@ -1,20 +1,51 @@
-"""`cloze dedup`: a document store -> the same store without duplicate documents."""
+"""`cloze dedup`: a document store -> the same store without duplicate documents.
+
+Exact copies and MinHash near-duplicates become edges of one graph; its connected
+components are the clusters (so A~B and B~C puts A, B and C together), and of each cluster
+the document with the smallest id is kept. Optionally, C4-style line dedup then removes
+lines that several kept documents share from all but one of them.
+
+The pipeline: read documents -> edges (ExactEdges, CandidateEdges [-> VerifyPairs]) ->
+ConnectedComponents -> ApplyClusters (a join by id) -> [LineDedup] -> write. If the
+unrolled star rounds did not finish the components (`cc.unsettled` > 0, rare: it takes very
+long chains), more rounds run on the saved edges and the documents are joined again.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
-from corpus.dedup import choose_kept, exact_key
+from corpus.dedup import keep_owned_lines, line_keys, owner_rank, too_few_sentences
+from corpus.minhash import optimal_param
+from pipelines.components import ConnectedComponents
 from pipelines.counters import counter, read_counters
 from pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
+from pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from pipelines.options import pipeline_options
-from pipelines.outputs import commit, new_staging_dir
+from pipelines.outputs import commit, join, new_staging_dir, read_json, remove_dir
 from schemas.documents import DOCS_GLOB, STATS_FILE
-from schemas.errors import UsageError
+from schemas.errors import ClozeError, UsageError
+
+CLUSTERS = pa.schema(
+    [pa.field("id", pa.string(), nullable=False), pa.field("cluster", pa.string(), nullable=False)]
+)
+CLUSTERS_GLOB = "clusters-*.parquet"
+CLUSTERS_MARKER = "clusters.json"
+EDGES = pa.schema(
+    [
+        pa.field("child", pa.string(), nullable=False),
+        pa.field("parent", pa.string(), nullable=False),
+    ]
+)
+TOP_CLUSTERS = 10
+MAX_ROUNDS = 256  # far past any real graph: a path of 10^6 nodes needs about 20
 
 
 @dataclass
@@ -24,6 +55,49 @@ class DedupConfig:
     exact: bool = True
     near: bool = False
     threshold: float = 0.8
+    ngram: int = 5
+    num_perm: int = 256
+    bands: int | None = None
+    rows: int | None = None
+    seed: int = 42
+    # text-dedup's optimal_param weighs missed and false candidates equally; dedup leans to
+    # recall (a missed duplicate is repeated training data; the extra candidates sit just
+    # under the threshold, and --verify removes them). 0.2/0.8 gives 21 bands x 12 rows at
+    # 0.8 and 256 permutations: 96% of pairs at 0.85 collide, 4.5% at 0.6, 0.5% at 0.5.
+    false_positive_weight: float = 0.2
+    false_negative_weight: float = 0.8
+    verify: bool = False
+    emit_clusters: str | None = None
+    line_dedup: bool = False
+    line_dedup_min_sentences: int = 3
+    cc_rounds: int = 6
+
+    def near_settings(self) -> NearSettings:
+        """Bands and rows from the flags, else `optimal_param(threshold, num_perm)`."""
+        if not 0.0 < self.threshold < 1.0:
+            raise UsageError(f"--threshold must be in (0, 1), got {self.threshold}")
+        if self.ngram < 1 or self.num_perm < 1 or self.cc_rounds < 1:
+            raise UsageError("--ngram, --num-perm and --cc-rounds must be at least 1")
+        if (self.bands is None) != (self.rows is None):
+            raise UsageError("give both --bands and --rows, or neither")
+        bands, rows = (
+            (self.bands, self.rows)
+            if self.bands is not None and self.rows is not None
+            else optimal_param(
+                self.threshold,
+                self.num_perm,
+                self.false_positive_weight,
+                self.false_negative_weight,
+            )
+        )
+        if bands < 1 or rows < 1 or bands * rows > self.num_perm:
+            raise UsageError(f"--bands x --rows must be at most --num-perm ({self.num_perm})")
+        return NearSettings(
+            self.threshold, self.ngram, self.num_perm, bands, rows, self.seed, self.verify
+        )
+
+
+# --- applying the clusters to the documents -------------------------------------------------
 
 
 def _count_in(row: dict[str, Any]) -> dict[str, Any]:
@@ -31,65 +105,344 @@ def _count_in(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _key_by_text(row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    return exact_key(row["text"]), row
+def _by_id(row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return row["id"], row
 
 
-def _keep_one(item: tuple[str, Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    rows = {row["id"]: row for row in item[1]}
-    kept = choose_kept(rows)
-    if len(rows) > 1:
-        counter("duplicates.exact").inc(len(rows) - 1)
-        counter("clusters.exact").inc()
-    counter("documents_out").inc()
-    yield rows[kept]
+def _edge_row(edge: tuple[str, str]) -> dict[str, str]:
+    return {"child": edge[0], "parent": edge[1]}
 
 
-class ExactDedup(beam.PTransform):
-    """Document rows -> one row per distinct normalized text (the smallest id wins)."""
+def _row_edge(row: dict[str, str]) -> tuple[str, str]:
+    return row["child"], row["parent"]
 
-    def expand(self, rows: Any) -> Any:
+
+def _row_text(row: dict[str, Any]) -> str:
+    return str(row["text"])
+
+
+def _keep_or_drop(item: tuple[str, dict[str, Iterable[Any]]]) -> Iterator[dict[str, Any]]:
+    doc_id, joined = item
+    rows = sorted(joined["doc"], key=_row_text)
+    if not rows:
+        return
+    if len(rows) > 1:  # the same id twice in the input: keep one copy, say so
+        counter("dropped.duplicate_id").inc(len(rows) - 1)
+    roots = set(joined["root"])
+    if roots and min(roots) != doc_id:
+        counter("duplicates").inc()
+        return
+    yield rows[0]
+
+
+class ApplyClusters(beam.PTransform):
+    """(document rows, (child, root) pairs) -> the rows that are not a cluster's child."""
+
+    def expand(self, inputs: Any) -> Any:
+        rows, assignment = inputs
         return (
-            rows
-            | "KeyByTextHash" >> beam.Map(_key_by_text)
-            # Each group holds the copies of one text, so no worker sees more than that.
-            | "GroupCopies" >> beam.GroupByKey()
-            | "KeepSmallestId" >> beam.FlatMap(_keep_one)
+            {"doc": rows | "KeyById" >> beam.Map(_by_id), "root": assignment}
+            | "JoinById" >> beam.CoGroupByKey()
+            | "KeepSmallestOfCluster" >> beam.FlatMap(_keep_or_drop)
         )
 
 
-def _pass_through(row: dict[str, Any]) -> dict[str, Any]:
+def _one_per_child(edge: tuple[str, str]) -> tuple[str, int]:
+    return edge[1], 1
+
+
+def _cluster_size(item: tuple[str, int]) -> tuple[int, str]:
+    counter("clusters").inc()
+    return item[1] + 1, item[0]
+
+
+def _as_json(top: list[tuple[int, str]]) -> str:
+    return json.dumps([{"id": doc_id, "size": size} for size, doc_id in top])
+
+
+def _member_rows(edge: tuple[str, str]) -> Iterator[dict[str, str]]:
+    yield {"id": edge[0], "cluster": edge[1]}
+
+
+def _root_row(item: tuple[str, int]) -> dict[str, str]:
+    return {"id": item[0], "cluster": item[0]}
+
+
+class ClusterReport(beam.PTransform):
+    """(child, root) pairs -> the largest clusters as one JSON line under `staging/_top`, and
+    with `clusters_dir`, (id, cluster) rows for every member (the root is its own cluster)."""
+
+    def __init__(self, staging: str, clusters_dir: str | None) -> None:
+        super().__init__()
+        self.staging = staging
+        self.clusters_dir = clusters_dir
+
+    def expand(self, assignment: Any) -> Any:
+        # (root, number of other members); combined before the shuffle, so no worker sees
+        # more than one root's partial counts.
+        sizes = (
+            assignment
+            | "MembersPerRoot" >> beam.Map(_one_per_child)
+            | "CountMembers" >> beam.CombinePerKey(sum)
+        )
+        _ = (
+            sizes
+            | "SizeFirst" >> beam.Map(_cluster_size)
+            | "Largest" >> beam.combiners.Top.Of(TOP_CLUSTERS)
+            | "TopAsJson" >> beam.Map(_as_json)
+            | "WriteTop" >> beam.io.WriteToText(join(self.staging, "_top", "top"), num_shards=1)
+        )
+        if self.clusters_dir:
+            members = assignment | "MemberRows" >> beam.FlatMap(_member_rows)
+            roots = sizes | "RootRows" >> beam.Map(_root_row)
+            _ = (
+                (members, roots)
+                | "AllMembers" >> beam.Flatten()
+                | "WriteClusters"
+                >> beam.io.WriteToParquet(
+                    join(self.clusters_dir, "clusters"),
+                    schema=CLUSTERS,
+                    file_name_suffix=".parquet",
+                    shard_name_template="-SSSSS-of-NNNNN",
+                )
+            )
+        return sizes
+
+
+# --- C4-style line dedup ----------------------------------------------------------------------
+
+
+def _lines_of(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for key in line_keys(row["text"]):
+        yield key, owner_rank(row["id"])
+
+
+def _owner(item: tuple[str, str]) -> tuple[str, str]:
+    key, rank = item
+    return rank[32:], key  # owner_rank is 32 hex digits + the id
+
+
+class _RemoveLines(beam.DoFn):
+    def __init__(self, min_sentences: int) -> None:
+        self.min_sentences = min_sentences
+
+    def process(self, item: tuple[str, dict[str, Iterable[Any]]]) -> Iterator[dict[str, Any]]:
+        _, joined = item
+        for row in joined["doc"]:
+            text, removed = keep_owned_lines(row["text"], set(joined["owned"]))
+            counter("line_dedup.lines_removed").inc(removed)
+            if not text:
+                counter("dropped.line_dedup.empty").inc()
+            elif removed and too_few_sentences(text, self.min_sentences):
+                counter("dropped.line_dedup.too_few_sentences").inc()
+            else:
+                yield {**row, "text": text}
+
+
+class LineDedup(beam.PTransform):
+    """Document rows -> the rows with every line that several documents share kept in one of
+    them only (TFDS C4 `remove_duplicate_text`); documents left empty, or with fewer than
+    `min_sentences` sentences after losing lines, are dropped."""
+
+    def __init__(self, min_sentences: int) -> None:
+        super().__init__()
+        self.min_sentences = min_sentences
+
+    def expand(self, rows: Any) -> Any:
+        owned = (
+            rows
+            | "LinesOfDocument" >> beam.FlatMap(_lines_of)
+            # Per line, the smallest rank wins; combined before the shuffle.
+            | "OwnerOfLine" >> beam.CombinePerKey(min)
+            | "ByOwner" >> beam.Map(_owner)
+        )
+        return (
+            {"doc": rows | "KeyById" >> beam.Map(_by_id), "owned": owned}
+            | "JoinById" >> beam.CoGroupByKey()
+            | "RemoveLines" >> beam.ParDo(_RemoveLines(self.min_sentences))
+        )
+
+
+# --- the pipelines -------------------------------------------------------------------------
+
+
+def _count_out(row: dict[str, Any]) -> dict[str, Any]:
     counter("documents_out").inc()
     return row
 
 
-def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
-    """Run deduplication; returns the stats written to `output/stats.json`."""
+class _WriteEdges(beam.PTransform):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def expand(self, edges: Any) -> Any:
+        return (
+            edges
+            | "EdgeRows" >> beam.Map(_edge_row)
+            | "WriteEdges" >> beam.io.WriteToParquet(self.prefix, schema=EDGES)
+        )
+
+
+def _apply_and_write(
+    p: Any, rows: Any, assignment: Any, config: DedupConfig, staging: str, clusters: str | None
+) -> None:
+    _ = assignment | "Report" >> ClusterReport(staging, clusters)
+    kept = (rows, assignment) | "Apply" >> ApplyClusters()
+    if config.line_dedup:
+        kept = kept | "LineDedup" >> LineDedup(config.line_dedup_min_sentences)
+    _ = kept | "CountOut" >> beam.Map(_count_out) | "Write" >> WriteDocuments(staging)
+
+
+def _edges(rows: Any, config: DedupConfig, settings: NearSettings) -> Any:
+    parts = []
+    if config.exact:
+        parts.append(rows | "ExactEdges" >> ExactEdges())
     if config.near:
-        raise UsageError("near-duplicate detection (--near) is not available yet; use --no-near")
+        candidates, shingles = rows | "NearEdges" >> CandidateEdges(settings)
+        if settings.verify:
+            candidates = (candidates, shingles) | "Verify" >> VerifyPairs(settings.threshold)
+        parts.append(candidates)
+    return tuple(parts) | "AllEdges" >> beam.Flatten()
+
+
+def build_dedup(
+    p: Any,
+    config: DedupConfig,
+    settings: NearSettings,
+    staging: str,
+    clusters: str | None,
+    state: str,
+    rounds: int,
+) -> None:
+    """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply."""
+    rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
+    if rounds:
+        edges = _edges(rows, config, settings) | "Components" >> ConnectedComponents(rounds)
+        _ = edges | "SaveEdges" >> _WriteEdges(f"{state}-{rounds:04d}")
+    else:
+        edges = p | "NoEdges" >> beam.Create([])
+    _apply_and_write(p, rows, edges, config, staging, clusters)
+
+
+def build_more_rounds(p: Any, previous: str, save_as: str, rounds: int) -> None:
+    """Continue the star rounds from saved edges."""
+    _ = (
+        p
+        | "ReadEdges" >> beam.io.ReadFromParquet(previous)
+        | "AsEdges" >> beam.Map(_row_edge)
+        | "Components" >> ConnectedComponents(rounds)
+        | "SaveEdges" >> _WriteEdges(save_as)
+    )
+
+
+def build_apply(
+    p: Any, config: DedupConfig, edges_glob: str, staging: str, clusters: str | None
+) -> None:
+    """Join the documents with settled saved edges and write the result."""
+    rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
+    edges = (
+        p | "ReadEdges" >> beam.io.ReadFromParquet(edges_glob) | "AsEdges" >> beam.Map(_row_edge)
+    )
+    _apply_and_write(p, rows, edges, config, staging, clusters)
+
+
+_APPLY_COUNTERS = ("documents_in", "documents_out", "duplicates", "clusters")
+
+
+def _is_apply_counter(name: str) -> bool:
+    return name in _APPLY_COUNTERS or name.startswith(("dropped.", "line_dedup."))
+
+
+def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
+    """Run deduplication; returns the stats written to `output/stats.json`.
+
+    UsageError for impossible settings, BadInputError when the input is not a finished
+    document store; a failed run leaves `output` as it was.
+    """
     if config.input.rstrip("/") == config.output.rstrip("/"):
         raise UsageError("--output must differ from --input")
+    settings = config.near_settings()
     upstream = read_store_stats(config.input)
     staging = new_staging_dir(config.output)
-    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-        rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
-        if config.exact:
-            # One row per distinct text.
-            rows = rows | "ExactDedup" >> ExactDedup()
-        else:
-            rows = rows | "PassThrough" >> beam.Map(_pass_through)
-        _ = rows | "Write" >> WriteDocuments(staging)
-    counters = read_counters(p.result)
+    clusters = new_staging_dir(config.emit_clusters) if config.emit_clusters else None
+    state = join(staging, "_cc", "round")
+    try:
+        counters, rounds = _find_and_apply(config, settings, beam_argv, staging, clusters, state)
+        top = read_json(_only(join(staging, "_top", "top*")))
+    except BaseException:
+        remove_dir(staging)
+        if clusters:
+            remove_dir(clusters)
+        raise
+    duplicates = counters.get("duplicates", 0)
     stats = {
         "stage": "dedup",
         "input": config.input,
-        "exact": config.exact,
-        "near": config.near,
+        **{k: v for k, v in asdict(config).items() if k not in ("input", "output")},
+        "near_settings": asdict(settings) if config.near else None,
+        "cc_rounds_run": rounds,
         "documents_in": counters.get("documents_in", 0),
         "documents_out": counters.get("documents_out", 0),
-        "duplicates": counters.get("duplicates.exact", 0),
+        "duplicates": duplicates,
+        "duplicates.exact": counters.get("duplicates.exact", 0),
+        "duplicates.near": duplicates - counters.get("duplicates.exact", 0),
+        "clusters": counters.get("clusters", 0),
+        "largest_clusters": top,
         **counters,
         "upstream": upstream,
     }
+    if clusters and config.emit_clusters:
+        summary = {"clusters": stats["clusters"], "largest_clusters": top}
+        commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)
     commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
+
+
+def _find_and_apply(
+    config: DedupConfig,
+    settings: NearSettings,
+    beam_argv: Sequence[str],
+    staging: str,
+    clusters: str | None,
+    state: str,
+) -> tuple[dict[str, int], int]:
+    """The main pipeline, then more star rounds and a second join only if it was not enough."""
+    rounds = config.cc_rounds if (config.exact or config.near) else 0
+    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
+        build_dedup(p, config, settings, staging, clusters, state, rounds)
+    counters = read_counters(p.result)
+    if not counters.get("cc.unsettled", 0):
+        return counters, rounds
+    found = {k: v for k, v in counters.items() if not _is_apply_counter(k)}
+    while True:
+        if rounds >= MAX_ROUNDS:
+            raise ClozeError(f"connected components did not settle in {rounds} rounds")
+        previous = f"{state}-{rounds:04d}*"
+        rounds += config.cc_rounds
+        with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
+            build_more_rounds(p, previous, f"{state}-{rounds:04d}", config.cc_rounds)
+        if not read_counters(p.result).get("cc.unsettled", 0):
+            break
+    # The first pipeline's documents and clusters came from unfinished components.
+    _delete(join(staging, DOCS_GLOB), join(staging, "_top", "*"))
+    if clusters:
+        _delete(join(clusters, CLUSTERS_GLOB))
+    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
+        build_apply(p, config, f"{state}-{rounds:04d}*", staging, clusters)
+    applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}
+    return {**found, **applied, "cc.unsettled": 0}, rounds
+
+
+def _delete(*patterns: str) -> None:
+    for pattern in patterns:
+        paths = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        if paths:
+            FileSystems.delete(paths)
+
+
+def _only(pattern: str) -> str:
+    matches = FileSystems.match([pattern])[0].metadata_list
+    if len(matches) != 1:
+        raise ClozeError(f"expected one file matching {pattern}, found {len(matches)}")
+    return str(matches[0].path)

@@ -1,7 +1,13 @@
 """Remove duplicate documents from a document store.
 
-Exact duplicates are found by a hash of the normalized text; of each group the document
-with the smallest id is kept.
+Exact duplicates are documents whose text is equal after case folding and whitespace
+collapsing. With --near, MinHash over word n-grams finds near-duplicates: documents whose
+n-gram Jaccard similarity is about --threshold or more (bands x rows chosen for the
+threshold as text-dedup does, or set with --bands/--rows; --verify checks each candidate
+pair's true Jaccard). Duplicates form clusters (connected components, so chains merge);
+of each cluster the document with the smallest id is kept. --line-dedup then removes lines
+that several documents share from all but one (C4). stats.json counts duplicates, clusters
+and lists the largest; --emit-clusters DIR writes (id, cluster) for every clustered document.
 """
 
 from __future__ import annotations
@@ -23,15 +29,67 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--near", action=argparse.BooleanOptionalAction, default=False, help="MinHash near-dedup"
     )
-    p.add_argument("--threshold", type=float, default=0.8, help="near-dedup Jaccard threshold")
+    near = p.add_argument_group("near-dedup")
+    near.add_argument("--threshold", type=float, default=0.8, help="Jaccard threshold (0.8)")
+    near.add_argument("--ngram", type=int, default=5, help="words per shingle (5)")
+    near.add_argument("--num-perm", type=int, default=256, help="MinHash permutations (256)")
+    near.add_argument("--bands", type=int, help="LSH bands (default: optimal for --threshold)")
+    near.add_argument("--rows", type=int, help="rows per band (default: optimal)")
+    near.add_argument("--seed", type=int, default=42, help="MinHash seed (42)")
+    near.add_argument(
+        "--fn-weight",
+        type=float,
+        default=0.8,
+        help="weight of missed pairs when choosing bands x rows; false candidates get "
+        "1 - this (0.8: lean to recall)",
+    )
+    near.add_argument(
+        "--verify",
+        action="store_true",
+        help="keep only candidate pairs whose true Jaccard similarity reaches --threshold",
+    )
+    near.add_argument(
+        "--cc-rounds",
+        type=int,
+        default=6,
+        help="star rounds per pipeline; more run automatically if needed (6)",
+    )
+    p.add_argument("--emit-clusters", metavar="DIR", help="write (id, cluster) Parquet here")
+    p.add_argument(
+        "--line-dedup", action="store_true", help="C4: keep each repeated line in one document"
+    )
+    p.add_argument(
+        "--line-dedup-min-sentences",
+        type=int,
+        default=3,
+        help="drop documents left with fewer sentences by --line-dedup (3, as C4)",
+    )
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    stats = run_dedup(
-        DedupConfig(args.input, args.output, args.exact, args.near, args.threshold), beam_argv
+    config = DedupConfig(
+        input=args.input,
+        output=args.output,
+        exact=args.exact,
+        near=args.near,
+        threshold=args.threshold,
+        ngram=args.ngram,
+        num_perm=args.num_perm,
+        bands=args.bands,
+        rows=args.rows,
+        seed=args.seed,
+        false_positive_weight=1.0 - args.fn_weight,
+        false_negative_weight=args.fn_weight,
+        verify=args.verify,
+        emit_clusters=args.emit_clusters,
+        line_dedup=args.line_dedup,
+        line_dedup_min_sentences=args.line_dedup_min_sentences,
+        cc_rounds=args.cc_rounds,
     )
+    stats = run_dedup(config, beam_argv)
     print(
         f"deduplicated {stats['documents_in']} documents: kept {stats['documents_out']}, "
-        f"removed {stats['duplicates']} duplicates -> {args.output}"
+        f"removed {stats['duplicates']} duplicates in {stats['clusters']} clusters "
+        f"-> {args.output}"
     )
     return 0

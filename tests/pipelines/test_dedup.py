@@ -1,10 +1,22 @@
+import random
+from pathlib import Path
+
 import apache_beam as beam
+import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from corpus.cluster import components
+from corpus.minhash import Shingler, jaccard
 from pipelines.clean import CleanConfig, run_clean
-from pipelines.dedup import DedupConfig, ExactDedup, run_dedup
+from pipelines.components import ConnectedComponents
+from pipelines.dedup import ApplyClusters, DedupConfig, run_dedup
+from pipelines.near_dedup import ExactEdges
+from schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
+
+VOCAB = [f"w{i}" for i in range(3000)]
 
 
 def row(doc_id: str, text: str) -> dict[str, str]:
@@ -15,7 +27,26 @@ def _id(r):
     return r["id"]
 
 
-def test_exact_dedup_keeps_the_smallest_id() -> None:
+def kept_ids(directory: Path) -> list[str]:
+    ids = []
+    for f in sorted(directory.glob("part-*.parquet")):
+        ids.extend(pq.read_table(f, columns=["id"]).column("id").to_pylist())
+    return sorted(ids)
+
+
+def clusters_of(directory: Path) -> dict[str, str]:
+    out = {}
+    for f in sorted(directory.glob("clusters-*.parquet")):
+        out.update((r["id"], r["cluster"]) for r in pq.read_table(f).to_pylist())
+    return out
+
+
+def accounted(stats: dict) -> bool:
+    dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))
+    return stats["documents_in"] == stats["documents_out"] + stats["duplicates"] + dropped
+
+
+def test_exact_duplicates_keep_the_smallest_id() -> None:
     rows = [
         row("b", "Same text"),
         row("a", "same   TEXT"),
@@ -23,15 +54,189 @@ def test_exact_dedup_keeps_the_smallest_id() -> None:
         row("d", "same text"),
     ]
     with TestPipeline() as p:
-        kept = p | beam.Create(rows) | ExactDedup() | beam.Map(_id)
+        docs = p | beam.Create(rows)
+        edges = docs | ExactEdges() | ConnectedComponents(2)
+        kept = (docs, edges) | ApplyClusters() | beam.Map(_id)
         assert_that(kept, equal_to(["a", "c"]))
 
 
-def test_run_dedup_counts_duplicates(tmp_path) -> None:
+def test_components_transform_merges_chains_and_matches_union_find() -> None:
+    rng = random.Random(5)
+    nodes = [f"n{i:03d}" for i in range(120)]
+    edges = [(rng.choice(nodes), rng.choice(nodes)) for _ in range(90)]
+    edges = [e for e in edges if e[0] != e[1]] + [("b", "a"), ("c", "b")]
+    expected = sorted((n, r) for n, r in components(edges).items() if n != r)
+    with TestPipeline() as p:
+        out = p | beam.Create(edges) | ConnectedComponents(8)
+        assert_that(out, equal_to(expected))
+
+
+def _doc(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(VOCAB) for _ in range(n)]
+
+
+def _edit(rng: random.Random, words: list[str], target: float, shingler: Shingler) -> list[str]:
+    """A copy of `words` with random substitutions until its 5-gram Jaccard with the
+    original first drops to `target` or below."""
+    original = shingler(" ".join(words))
+    copy = list(words)
+    while jaccard(original, shingler(" ".join(copy))) > target:
+        for _ in range(2):
+            copy[rng.randrange(len(copy))] = rng.choice(VOCAB)
+    return copy
+
+
+def _planted(tmp_path: Path, originals: int = 150, seed: int = 11) -> tuple[Path, list, Shingler]:
+    """Originals; copies at Jaccard ~0.9; look-alikes at ~0.5. Returns (clean store, pairs)."""
+    rng = random.Random(seed)
+    shingler = Shingler(5)
+    records, pairs = [], []
+    for i in range(originals):
+        base = _doc(rng, rng.randrange(150, 400))
+        copy = _edit(rng, base, 0.9 + rng.uniform(-0.02, 0.03), shingler)
+        alike = _edit(rng, base, 0.5 + rng.uniform(-0.05, 0.05), shingler)
+        ids = [f"o{i:04d}", f"c{i:04d}", f"l{i:04d}"]
+        for doc_id, words in zip(ids, (base, copy, alike), strict=True):
+            records.append({"id": doc_id, "text": " ".join(words)})
+        sets = {d: shingler(r["text"]) for d, r in zip(ids, records[-3:], strict=True)}
+        pairs += [
+            (a, b, jaccard(sets[a], sets[b]))
+            for a, b in ((ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2]))
+        ]
+    rng.shuffle(records)
+    write_jsonl(tmp_path / "raw" / "planted.jsonl", records)
+    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    return tmp_path / "clean", pairs, shingler
+
+
+def _quality(pairs, clusters) -> tuple[float, float]:
+    def same(a, b):
+        return clusters.get(a, a) == clusters.get(b, b)
+
+    high = [(a, b) for a, b, j in pairs if j >= 0.85]
+    low = [(a, b) for a, b, j in pairs if j <= 0.6]
+    recall = sum(same(a, b) for a, b in high) / len(high)
+    merged = sum(same(a, b) for a, b in low) / len(low)
+    return recall, merged
+
+
+def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
+    """Recall >= 0.95 on pairs with Jaccard >= 0.85; at most 2% of pairs <= 0.6 merged."""
+    clean, pairs, _ = _planted(tmp_path)
+    stats = run_dedup(
+        DedupConfig(
+            str(clean), str(tmp_path / "docs"), near=True, emit_clusters=str(tmp_path / "cl")
+        )
+    )
+    recall, merged = _quality(pairs, clusters_of(tmp_path / "cl"))
+    assert recall >= 0.95, recall
+    assert merged <= 0.02, merged
+    assert accounted(stats) and stats["duplicates.near"] == stats["duplicates"] > 0
+    assert stats["largest_clusters"][0]["size"] >= 2
+    kept = set(kept_ids(tmp_path / "docs"))
+    clusters = clusters_of(tmp_path / "cl")
+    assert all(root <= member for member, root in clusters.items())  # the smallest id is kept
+    assert all(root in kept for root in clusters.values())
+
+
+def test_verified_chains_merge_and_lookalikes_stay_apart(tmp_path) -> None:
+    rng = random.Random(2)
+    shingler = Shingler(5)
+    a = _doc(rng, 300)
+    b = _edit(rng, a, 0.86, shingler)
+    c = _edit(rng, b, 0.86, shingler)
+    assert jaccard(shingler(" ".join(a)), shingler(" ".join(c))) < 0.8
+    far = _edit(rng, a, 0.6, shingler)
+    records = [
+        {"id": k, "text": " ".join(v)} for k, v in (("a", a), ("b", b), ("c", c), ("z", far))
+    ]
+    write_jsonl(tmp_path / "raw" / "x.jsonl", records)
+    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    stats = run_dedup(
+        DedupConfig(
+            str(tmp_path / "clean"),
+            str(tmp_path / "docs"),
+            near=True,
+            verify=True,
+            bands=32,
+            rows=8,
+        )
+    )
+    assert kept_ids(tmp_path / "docs") == ["a", "z"]
+    assert stats["near.pairs_rejected"] >= 1 and accounted(stats)
+
+
+@pytest.mark.slow
+def test_long_chains_finish_in_extra_rounds(tmp_path) -> None:
+    rng = random.Random(4)
+    shingler = Shingler(5)
+    words = _doc(rng, 400)
+    records = []
+    for i in range(24):
+        records.append({"id": f"d{(i * 7) % 24:02d}", "text": " ".join(words)})
+        words = _edit(rng, words, 0.95, shingler)
+    write_jsonl(tmp_path / "raw" / "chain.jsonl", records)
+    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    stats = run_dedup(
+        DedupConfig(
+            str(tmp_path / "clean"),
+            str(tmp_path / "docs"),
+            near=True,
+            cc_rounds=1,
+            emit_clusters=str(tmp_path / "cl"),
+        )
+    )
+    assert stats["cc_rounds_run"] > 1
+    assert kept_ids(tmp_path / "docs") == ["d00"]
+    assert set(clusters_of(tmp_path / "cl").values()) == {"d00"} and accounted(stats)
+    assert stats["largest_clusters"] == [{"id": "d00", "size": 24}]
+
+
+def test_line_dedup_keeps_each_shared_line_once(tmp_path) -> None:
+    shared = "Subscribe to our newsletter for weekly updates."
+    texts = {
+        "a": f"Cats sleep a lot. They purr when happy. They hunt mice.\n{shared}",
+        "b": f"Dogs bark at night. They love walks. They guard homes.\n{shared}",
+        "c": shared,
+    }
+    write_jsonl(tmp_path / "raw" / "x.jsonl", [{"id": k, "text": v} for k, v in texts.items()])
+    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    stats = run_dedup(DedupConfig(str(tmp_path / "clean"), str(tmp_path / "docs"), line_dedup=True))
+    rows = [r for f in (tmp_path / "docs").glob("part-*") for r in pq.read_table(f).to_pylist()]
+    assert sum(shared in r["text"] for r in rows) == 1
+    assert stats["line_dedup.lines_removed"] == 2 and accounted(stats)
+    assert sum(v for k, v in stats.items() if k.startswith("dropped.line_dedup")) <= 1
+
+
+def test_run_dedup_counts_exact_duplicates(tmp_path) -> None:
     write_jsonl(
         tmp_path / "raw" / "x.jsonl", [{"text": t} for t in ["one", "two", "one", "ONE", "three"]]
     )
     run_clean(CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean")))
     stats = run_dedup(DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "docs")))
     assert (stats["documents_in"], stats["documents_out"], stats["duplicates"]) == (5, 3, 2)
-    assert stats["upstream"]["stage"] == "clean"
+    assert stats["duplicates.exact"] == 2 and stats["clusters"] == 1
+    assert stats["upstream"]["stage"] == "clean" and accounted(stats)
+    with pytest.raises(UsageError, match="bands"):
+        run_dedup(
+            DedupConfig(str(tmp_path / "clean"), str(tmp_path / "o"), near=True, bands=30, rows=10)
+        )
+    with pytest.raises(UsageError, match="differ"):
+        run_dedup(DedupConfig(str(tmp_path / "clean"), str(tmp_path / "clean")))
+    with pytest.raises(BadInputError, match=r"stats\.json"):
+        run_dedup(DedupConfig(str(tmp_path / "raw"), str(tmp_path / "o")))
+
+
+@pytest.mark.slow
+def test_same_kept_ids_in_memory_and_with_two_worker_processes(tmp_path) -> None:
+    clean, _, _ = _planted(tmp_path, originals=40, seed=3)
+    kept = {}
+    for name, argv in (
+        ("memory", []),
+        ("multi", ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]),
+    ):
+        out = tmp_path / name
+        stats = run_dedup(DedupConfig(str(clean), str(out), near=True), argv)
+        kept[name] = (kept_ids(out), stats["duplicates"], stats["documents_in"])
+    assert kept["memory"] == kept["multi"]
+    assert kept["memory"][1] > 0 and kept["memory"][2] == 120
