@@ -1,240 +1,330 @@
-"""What is inside a stage's output: summaries of document stores, tokenizers and shard sets.
+"""What is inside a shard set: statistics, integrity and examples (see docs/inspect.md).
 
-Everything streams: a shard set is read one block at a time, so memory does not grow with
-the number of shards.
+Everything streams: each shard is read once, block by block, and its counts are merged
+into the totals only when the whole shard read cleanly. With `verify`, the sha256 is
+computed from the same bytes the tar reader consumes, so a shard is read from disk once.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
-import numpy as np
-import pyarrow.parquet as pq
+from corpus.shardio import Block, ShardFormatError, iter_blocks, iter_blocks_from
+from corpus.stats import BlockStats, padding_waste
+from corpus.vocab import TOKENIZER_FILE, TokenizerInfo, load_tokenizer
+from schemas.errors import BadInputError, ClozeError
+from schemas.manifest import (
+    PAIR_MODES,
+    TOKENIZER_DIR,
+    Manifest,
+    ShardInfo,
+    read_manifest,
+)
 
-from corpus.shardio import ShardFormatError, file_sha256, iter_blocks
-from corpus.vocab import TOKENIZER_FILE, load_tokenizer
-from schemas.documents import DOCS_GLOB, STATS_FILE
-from schemas.errors import BadInputError
-from schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest, read_manifest
+# Sentence-pair label names by mode, in label order (docs/design.md, block members).
+LABEL_NAMES = {
+    "nsp": ("is_next", "not_next"),
+    "sop": ("in_order", "swapped"),
+    "sso": ("next", "previous", "random"),
+}
+DEFAULT_BATCH_SIZE = 32  # the trainer's default batch size
+DEFAULT_TOP_K = 20
+_READ_CHUNK = 1 << 20
+# Block problems listed per shard; a shard written wrongly throughout says so once or so.
+MAX_BLOCK_PROBLEMS = 5
 
-KINDS = ("shards", "docs", "tokenizer", "run")
-
-
-def detect_kind(path: Path) -> str:
-    """Which stage produced `path`; BadInputError naming it when none did (or unfinished)."""
-    if not path.exists():
-        raise BadInputError(f"{path}: no such file or directory")
-    if path.is_dir():
-        if (path / MANIFEST_FILE).is_file() or list(path.glob("shard-*.tar")):
-            return "shards"
-        if (path / STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
-            return "docs"
-        if (path / TOKENIZER_FILE).is_file() or (path / "vocab.txt").is_file():
-            return "tokenizer"
-        if (path / "config.json").is_file() and (path / "metrics.jsonl").exists():
-            return "run"
-    elif path.name in (TOKENIZER_FILE, "vocab.txt"):
-        return "tokenizer"
-    raise BadInputError(f"{path}: not a document store, tokenizer, shard directory or training run")
+Progress = Callable[[int], None]
 
 
-@dataclass
-class LengthStats:
-    """Streaming length statistics with an exact histogram over integer lengths."""
+class _HashingReader:
+    """A read-only stream that hashes (optionally) and counts the bytes that pass through."""
 
-    counts: dict[int, int] = field(default_factory=dict)
+    def __init__(self, raw: IO[bytes], hashing: bool, progress: Progress | None) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256() if hashing else None
+        self.position = 0
+        self.progress = progress
 
-    def add(self, lengths: np.ndarray) -> None:
-        values, counts = np.unique(lengths, return_counts=True)
-        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
-            self.counts[v] = self.counts.get(v, 0) + c
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        if self.sha is not None:
+            self.sha.update(data)
+        self.position += len(data)
+        if self.progress is not None:
+            self.progress(len(data))
+        return data
 
-    def summary(self) -> dict[str, Any]:
-        if not self.counts:
-            return {"count": 0}
-        keys = np.array(sorted(self.counts))
-        weights = np.array([self.counts[k] for k in keys])
-        total = int(weights.sum())
-        cdf = np.cumsum(weights) / total
+    def tell(self) -> int:
+        return self.position
 
-        def quantile(q: float) -> int:
-            return int(keys[np.searchsorted(cdf, q)])
-
-        return {
-            "count": total,
-            "min": int(keys[0]),
-            "mean": float((keys * weights).sum() / total),
-            "p50": quantile(0.5),
-            "p95": quantile(0.95),
-            "max": int(keys[-1]),
-        }
+    def drain(self) -> None:
+        """Read to the end (the tar reader stops at the end-of-archive marker)."""
+        while self.read(_READ_CHUNK):
+            pass
 
 
-def shard_summary(directory: Path, verify: bool = False) -> dict[str, Any]:
-    """Totals, lengths and (with `verify`) integrity of a shard set.
+def new_block_stats(manifest: Manifest) -> BlockStats:
+    return BlockStats(
+        vocab_size=manifest.vocab_size,
+        mask_id=manifest.special_tokens["mask"],
+        max_len=manifest.max_seq_len,
+        block_size=manifest.block_size,
+        pairs=manifest.mode in PAIR_MODES,
+        premasked=manifest.premask is not None,
+    )
 
-    `problems` lists every damaged shard as {"shard", "problem"}; it is empty when all is
-    well. Without `verify`, only the manifest's figures and file sizes are checked.
+
+def read_shard(
+    path: Path, info: ShardInfo, manifest: Manifest, verify: bool, progress: Progress | None = None
+) -> tuple[str, BlockStats, list[str]]:
+    """Decode every block of one shard, counting as it goes.
+
+    Returns (state, stats, problems): state is "verified" (checksum and every block
+    good), "decoded" (every block good, checksum not checked) or what went wrong first:
+    "missing", "wrong size", "checksum mismatch", "undecodable", "inconsistent", "wrong
+    count". `problems` says what, naming the block or byte where it can.
+    """
+    stats = new_block_stats(manifest)
+    if not path.is_file():
+        return "missing", stats, ["file is missing"]
+    size = path.stat().st_size
+    if size != info.bytes:
+        return "wrong size", stats, [f"size {size} bytes, manifest says {info.bytes}"]
+    problems: list[str] = []
+    state = ""
+    with open(path, "rb") as f:
+        reader = _HashingReader(f, verify, progress)
+        try:
+            # iter_blocks_from needs only read() and tell() of its stream.
+            for key, block in iter_blocks_from(cast(IO[bytes], reader), path.name):
+                stats.add(key, block)
+        except ShardFormatError as err:
+            problems.append(str(err).removeprefix(f"{path.name}: "))
+            state = "undecodable"
+        reader.drain()
+    if reader.sha is not None and reader.sha.hexdigest() != info.sha256:
+        problems.insert(0, "sha256 does not match the manifest")
+        state = "checksum mismatch"
+    stats.token_counts.flush()
+    if stats.token_counts.out_of_vocab:
+        stats.problems.append(
+            f"{stats.token_counts.out_of_vocab} token ids outside the vocabulary "
+            f"of {manifest.vocab_size}"
+        )
+    if stats.problems:
+        problems.extend(stats.problems[:MAX_BLOCK_PROBLEMS])
+        if len(stats.problems) > MAX_BLOCK_PROBLEMS:
+            problems.append(f"... and {len(stats.problems) - MAX_BLOCK_PROBLEMS} more like these")
+        state = state or "inconsistent"
+    if not state:
+        read = (stats.sequences, stats.tokens, stats.blocks)
+        listed = (info.sequences, info.tokens, info.blocks)
+        if read != listed:
+            problems.append(
+                "read {} sequences, {} tokens, {} blocks; manifest says {}, {}, {}".format(
+                    *read, *listed
+                )
+            )
+            state = "wrong count"
+    return state or ("verified" if verify else "decoded"), stats, problems
+
+
+def shard_summary(
+    directory: Path,
+    verify: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    top_k: int = DEFAULT_TOP_K,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Statistics of a shard set read block by block (keys: docs/inspect.md).
+
+    Top-level `shards`, `sequences`, `tokens`, `bytes` are the manifest's totals; the
+    statistics cover the shards that read cleanly (`read`). `problems` lists every damaged
+    shard as {"shard", "problem"} and is empty when all is well; with `verify` each
+    shard's sha256 is checked too. BadInputError when `directory` is not a shard set.
     """
     manifest = read_manifest(directory)
+    totals = new_block_stats(manifest)
     problems: list[dict[str, str]] = []
-    lengths = LengthStats()
-    blocks = sequences = tokens = 0
+    warnings: list[str] = []
     per_shard = []
-    for shard in manifest.shards:
-        path = directory / shard.name
-        state = "unchecked"
-        if not path.is_file():
-            problems.append({"shard": shard.name, "problem": "file is missing"})
-            state = "missing"
-        elif path.stat().st_size != shard.bytes:
-            problems.append(
-                {
-                    "shard": shard.name,
-                    "problem": f"size {path.stat().st_size} bytes, manifest says {shard.bytes}",
-                }
-            )
-            state = "wrong size"
-        elif verify:
-            state, read = _verify_shard(path, shard.sha256, shard.sequences, problems)
-            if state == "ok":
-                blocks += read.blocks
-                sequences += read.sequences
-                tokens += read.tokens
-                for length, n in read.lengths.counts.items():
-                    lengths.counts[length] = lengths.counts.get(length, 0) + n
-        per_shard.append({**shard.__dict__, "state": state})
-    out: dict[str, Any] = {
+    read_shards = 0
+    for info in manifest.shards:
+        state, stats, shard_problems = read_shard(
+            directory / info.name, info, manifest, verify, progress
+        )
+        problems.extend({"shard": info.name, "problem": p} for p in shard_problems)
+        if state in ("verified", "decoded"):
+            totals.merge(stats)
+            read_shards += 1
+        per_shard.append({**info.__dict__, "state": state})
+    listed = {s.name for s in manifest.shards}
+    for stray in sorted(p.name for p in directory.glob("shard-*.tar")):
+        if stray not in listed:
+            warnings.append(f"{stray} is not in the manifest (ignored by readers)")
+    tokenizer = _tokenizer_copy(directory, manifest, verify, problems, warnings)
+    return {
         "kind": "shards",
         "path": str(directory),
+        "format_version": manifest.version,
         "mode": manifest.mode,
         "max_seq_len": manifest.max_seq_len,
-        "vocab_size": manifest.vocab_size,
+        "block_size": manifest.block_size,
+        "token_dtype": manifest.token_dtype,
         "vocab_kind": manifest.vocab_kind,
+        "vocab_size": manifest.vocab_size,
         "premask": None if manifest.premask is None else manifest.premask.to_dict(),
+        "dupe_factor": manifest.dupe_factor,
         "shards": len(manifest.shards),
         "blocks": sum(s.blocks for s in manifest.shards),
         "sequences": manifest.sequences,
         "tokens": manifest.tokens,
         "bytes": manifest.bytes,
         "bytes_per_token": manifest.bytes / max(1, manifest.tokens),
-        "per_shard": per_shard,
-        "problems": problems,
         "verified": verify,
+        "read": {
+            "shards": read_shards,
+            "blocks": totals.blocks,
+            "sequences": totals.sequences,
+            "tokens": totals.tokens,
+        },
+        "sequence_length": totals.lengths.summary(histogram=True),
+        "padding": padding_waste(totals.lengths, batch_size, manifest.max_seq_len),
+        **_content_summaries(totals, manifest, tokenizer, top_k),
+        "per_shard": per_shard,
+        "build_stats": manifest.stats,
+        "problems": problems,
+        "warnings": warnings,
     }
-    if verify:
-        out["sequence_length"] = lengths.summary()
-        out["read"] = {"blocks": blocks, "sequences": sequences, "tokens": tokens}
+
+
+def _content_summaries(
+    totals: BlockStats, manifest: Manifest, tokenizer: TokenizerInfo | None, top_k: int
+) -> dict[str, Any]:
+    specials = _special_ids(manifest, tokenizer)
+    id_to_token = tokenizer.tokenizer.id_to_token if tokenizer is not None else _no_string
+    tokens = totals.token_counts.summary(
+        specials, manifest.special_tokens["unk"], id_to_token, top_k
+    )
+    out: dict[str, Any] = {"token_stats": tokens, "pairs": None, "premasked": None}
+    if totals.pairs:
+        out["pairs"] = totals.pair_summary(LABEL_NAMES[manifest.mode])
+    if totals.premasked:
+        mask = manifest.special_tokens["mask"]
+        maskable = tokens["content_tokens"] + int(totals.token_counts.counts[mask])
+        out["premasked"] = totals.premask_summary(maskable)
     return out
 
 
-@dataclass
-class _ShardRead:
-    blocks: int = 0
-    sequences: int = 0
-    tokens: int = 0
-    lengths: LengthStats = field(default_factory=LengthStats)
+def _no_string(_: int) -> None:
+    return None
 
 
-def _verify_shard(
-    path: Path, sha256: str, expected: int, problems: list[dict[str, str]]
-) -> tuple[str, _ShardRead]:
-    """Check one shard's checksum, then decode every block once, counting as it goes."""
-    read = _ShardRead()
-    if file_sha256(path) != sha256:
-        problems.append({"shard": path.name, "problem": "sha256 does not match the manifest"})
-        return "checksum mismatch", read
+def _special_ids(manifest: Manifest, tokenizer: TokenizerInfo | None) -> dict[str, int]:
+    """Special token string (or role, without a tokenizer) -> id."""
+    if tokenizer is None:
+        return {f"<{role}>": idx for role, idx in manifest.special_tokens.items()}
+    out = {tok: tokenizer.special_ids[role] for role, tok in tokenizer.special.roles().items()}
+    for idx in tokenizer.all_special_ids:
+        token = tokenizer.tokenizer.id_to_token(idx)
+        if token is not None:
+            out.setdefault(token, idx)
+    return out
+
+
+def _tokenizer_copy(
+    directory: Path,
+    manifest: Manifest,
+    verify: bool,
+    problems: list[dict[str, str]],
+    warnings: list[str],
+) -> TokenizerInfo | None:
+    """The shard set's tokenizer copy, for token strings; None (with a warning) if unusable."""
+    where = directory / TOKENIZER_DIR
+    if not (where / TOKENIZER_FILE).is_file():
+        warnings.append(f"{where}: no {TOKENIZER_FILE}, so tokens are shown as ids")
+        return None
     try:
-        for _, block in iter_blocks(path):
-            read.blocks += 1
-            read.sequences += len(block)
-            read.tokens += block.num_tokens
-            read.lengths.add(np.diff(block.offsets))
-    except ShardFormatError as err:
-        problems.append({"shard": path.name, "problem": str(err)})
-        return "undecodable", read
-    if read.sequences != expected:
-        problems.append(
-            {"shard": path.name, "problem": f"{read.sequences} sequences, manifest says {expected}"}
+        info = load_tokenizer(where)
+    except ClozeError as err:
+        warnings.append(f"{err}; tokens are shown as ids")
+        return None
+    if info.sha256 != manifest.tokenizer_sha256:
+        message = f"{TOKENIZER_FILE}'s sha256 differs from the manifest's tokenizer fingerprint"
+        if verify:
+            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": message})
+        else:
+            warnings.append(f"{TOKENIZER_DIR}/: {message}")
+    if info.vocab_size != manifest.vocab_size:
+        warnings.append(
+            f"{TOKENIZER_DIR}/ has {info.vocab_size} tokens, manifest says {manifest.vocab_size}"
         )
-        return "wrong count", read
-    return "ok", read
+    return info
 
 
 def decode_examples(directory: Path, count: int) -> list[dict[str, Any]]:
-    """The first `count` sequences of a shard set as text, special tokens visible."""
-    manifest: Manifest = read_manifest(directory)
-    info = load_tokenizer(directory / TOKENIZER_DIR)
+    """The first `count` sequences of a shard set as text, with everything visible:
+    special tokens in place, each pair's segments and label, and for pre-masked shards
+    every prediction (position, what the input holds, the original token).
+    BadInputError if the shard set has no tokenizer copy to decode with."""
+    manifest = read_manifest(directory)
+    where = directory / TOKENIZER_DIR
+    if not (where / TOKENIZER_FILE).is_file():
+        raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
+    info = load_tokenizer(where)
+    names = LABEL_NAMES.get(manifest.mode)
     out: list[dict[str, Any]] = []
     for shard in manifest.shards:
-        for key, block in iter_blocks(directory / shard.name):
-            for i in range(len(block)):
+        if len(out) >= count:
+            break
+        try:
+            for key, block in iter_blocks(directory / shard.name):
+                for i in range(min(len(block), count - len(out))):
+                    out.append(_example(info, block, key, i, names))
                 if len(out) >= count:
-                    return out
-                ids = block.sequence(i).tolist()
-                example: dict[str, Any] = {
-                    "block": key,
-                    "index": i,
-                    "length": len(ids),
-                    "text": info.tokenizer.decode(ids, skip_special_tokens=False),
-                }
-                if block.segments is not None:
-                    example["segment_a"] = int(block.segments[i])
-                if block.labels is not None:
-                    example["label"] = int(block.labels[i])
-                out.append(example)
+                    break
+        except ShardFormatError:
+            continue  # a damaged shard is reported by the summary; show the next one
     return out
 
 
-def docs_summary(directory: Path) -> dict[str, Any]:
-    """Counts and text lengths of a document store, and the stage's stats.json."""
-    stats_path = directory / STATS_FILE
-    stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else None
-    files = sorted(directory.glob(DOCS_GLOB))
-    lengths = LengthStats()
-    documents = 0
-    for f in files:
-        pf = pq.ParquetFile(f)
-        for batch in pf.iter_batches(columns=["text"]):
-            texts = batch.column("text").to_pylist()
-            documents += len(texts)
-            lengths.add(np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
-    drops = {
-        k.removeprefix("dropped."): v for k, v in (stats or {}).items() if k.startswith("dropped.")
-    }
-    return {
-        "kind": "docs",
-        "path": str(directory),
-        "complete": stats is not None,
-        "files": len(files),
-        "documents": documents,
-        "characters": lengths.summary(),
-        "dropped": drops,
-        "stats": stats,
-    }
+def _example(
+    info: TokenizerInfo, block: Block, key: str, i: int, names: tuple[str, ...] | None
+) -> dict[str, Any]:
+    ids = block.sequence(i).tolist()
+    decode = info.tokenizer.decode
+    example: dict[str, Any] = {"block": key, "index": i, "length": len(ids)}
+    if block.segments is not None:
+        cut = int(block.segments[i])
+        example["segment_a"] = decode(ids[:cut], skip_special_tokens=False)
+        example["segment_b"] = decode(ids[cut:], skip_special_tokens=False)
+        example["segment_a_length"] = cut
+    else:
+        example["text"] = decode(ids, skip_special_tokens=False)
+    if block.labels is not None:
+        label = int(block.labels[i])
+        example["label"] = label
+        example["label_name"] = names[label] if names and 0 <= label < len(names) else None
+    if block.mlm_offsets is not None:
+        positions, originals = block.predictions(i)
+        mask_id = info.special_ids["mask"]
+        to_token = info.tokenizer.id_to_token
+        example["predictions"] = [
+            {
+                "position": int(p),
+                "input": to_token(ids[p]) if 0 <= p < len(ids) else None,
+                "original": to_token(int(o)),
+                "action": _action(ids[p], int(o), mask_id) if 0 <= p < len(ids) else None,
+            }
+            for p, o in zip(positions.tolist(), originals.tolist(), strict=True)
+        ]
+    return example
 
 
-def tokenizer_summary(path: Path) -> dict[str, Any]:
-    info = load_tokenizer(path)
-    vocab_stats = path / "vocab_stats.json" if path.is_dir() else None
-    return {
-        "kind": "tokenizer",
-        "path": str(path),
-        "vocab_kind": info.kind,
-        "vocab_size": info.vocab_size,
-        "special_tokens": {
-            role: {"token": tok, "id": info.special_ids[role]}
-            for role, tok in info.special.roles().items()
-        },
-        "sha256": info.sha256,
-        "vocab_stats": json.loads(vocab_stats.read_text())
-        if vocab_stats and vocab_stats.is_file()
-        else None,
-    }
-
-
-def has_tokenizer_copy(directory: Path) -> bool:
-    return (directory / TOKENIZER_DIR).is_dir()
+def _action(stored: int, original: int, mask_id: int) -> str:
+    if stored == mask_id:
+        return "mask"
+    return "unchanged" if stored == original else "random"

@@ -1,125 +1,119 @@
 """Tell what is inside a document store, tokenizer, shard set or training run.
 
---verify recomputes every shard's sha256 and decodes every block; it exits 1 naming each
-damaged shard. --json prints one JSON document and nothing else on stdout.
+Shard sets: totals, sequence lengths, padding waste at --batch-size, pair labels and
+segment lengths, pre-masked predictions, token usage, and a per-shard table; every block is
+decoded. --verify also recomputes every shard's sha256; damaged shards are named and the
+exit code is 1. --show N decodes N sequences with [MASK], segments and labels visible.
+
+--json prints one JSON document and nothing else on stdout (keys: docs/inspect.md).
+--html FILE writes a self-contained report with plots (needs matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from corpus.inspection import (
-    decode_examples,
-    detect_kind,
-    docs_summary,
-    shard_summary,
-    tokenizer_summary,
-)
+from tqdm import tqdm
+
+from corpus.inspection import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, decode_examples, shard_summary
+from corpus.report_html import require_matplotlib, write_html
+from corpus.report_text import render
+from corpus.stage_inspection import detect_kind, docs_summary, tokenizer_summary
 from schemas.errors import UsageError
+from schemas.manifest import read_manifest
 from trainer.runinfo import run_summary
 
 HELP = "summarize / verify any stage's output"
 BEAM = False
 
+__all__ = ["add_arguments", "render", "run"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", help="docs, tokenizer, shards or run directory")
-    p.add_argument("--verify", action="store_true", help="check every shard's checksum and blocks")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--html", metavar="FILE", help="write an HTML report (not available yet)")
-    p.add_argument("--show", type=int, default=0, metavar="N", help="decode N sequences")
+    p.add_argument(
+        "--verify", action="store_true", help="also check every shard's sha256 (exit 1 if bad)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document, nothing else")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with plots")
+    p.add_argument("--show", type=_count, default=0, metavar="N", help="decode N sequences")
+    p.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=DEFAULT_BATCH_SIZE,
+        metavar="B",
+        help=f"batch size for the padding-waste figures (default {DEFAULT_BATCH_SIZE})",
+    )
+    p.add_argument(
+        "--top",
+        type=_positive,
+        default=DEFAULT_TOP_K,
+        metavar="K",
+        help=f"most frequent tokens to list (default {DEFAULT_TOP_K})",
+    )
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    if args.html:
-        raise UsageError("--html is not available yet; use --json or the terminal summary")
     path = Path(args.path)
     kind = detect_kind(path)
+    if args.html:
+        # Fail before a long read if the report cannot be drawn.
+        require_matplotlib()
     if kind == "shards":
-        summary = shard_summary(path, verify=args.verify)
-        if args.show:
-            summary["examples"] = decode_examples(path, args.show)
+        summary = _shards(path, args)
+    elif args.verify or args.show:
+        raise UsageError(f"--verify and --show apply to shard sets; {path} is a {kind}")
     elif kind == "docs":
         summary = docs_summary(path)
     elif kind == "tokenizer":
         summary = tokenizer_summary(path)
     else:
         summary = run_summary(path)
+    if args.html:
+        write_html(summary, Path(args.html))
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     else:
         print(render(summary))
+        if args.html:
+            print(f"report: {args.html}")
     return 1 if summary.get("problems") else 0
 
 
-def render(summary: dict[str, Any]) -> str:
-    """The terminal view of a summary."""
-    kind = summary["kind"]
-    lines = [f"{kind}: {summary['path']}"]
-    if kind == "shards":
-        lines.append(
-            f"  mode {summary['mode']}, max length {summary['max_seq_len']}, "
-            f"{summary['vocab_kind']} vocabulary of {summary['vocab_size']}"
+def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    with tqdm(
+        total=read_manifest(path).bytes,
+        unit="B",
+        unit_scale=True,
+        desc="verify" if args.verify else "read",
+        disable=not sys.stderr.isatty(),
+        file=sys.stderr,
+    ) as bar:
+        summary = shard_summary(
+            path,
+            verify=args.verify,
+            batch_size=args.batch_size,
+            top_k=args.top,
+            progress=bar.update,
         )
-        lines.append(
-            f"  {summary['shards']} shards, {summary['blocks']} blocks, {summary['sequences']} "
-            f"sequences, {summary['tokens']} tokens, {summary['bytes']} bytes "
-            f"({summary['bytes_per_token']:.2f} bytes/token)"
-        )
-        if "sequence_length" in summary:
-            sl = summary["sequence_length"]
-            lines.append(
-                f"  length min {sl.get('min')} mean {sl.get('mean', 0):.1f} p50 {sl.get('p50')} "
-                f"p95 {sl.get('p95')} max {sl.get('max')}"
-            )
-        for shard in summary["per_shard"]:
-            lines.append(
-                f"  {shard['name']}  {shard['sequences']:>8} seq  {shard['tokens']:>10} tok  "
-                f"{shard['bytes']:>11} B  {shard['state']}"
-            )
-        for problem in summary["problems"]:
-            lines.append(f"  BAD {problem['shard']}: {problem['problem']}")
-        if summary["verified"] and not summary["problems"]:
-            lines.append("  verified: every checksum and block is intact")
-        for ex in summary.get("examples", []):
-            extra = "".join(f" {k}={ex[k]}" for k in ("segment_a", "label") if k in ex)
-            lines.append(f"  [{ex['block']}#{ex['index']} len={ex['length']}{extra}] {ex['text']}")
-    elif kind == "docs":
-        ch = summary["characters"]
-        lines.append(
-            f"  {summary['documents']} documents in {summary['files']} files; characters "
-            f"min {ch.get('min')} mean {ch.get('mean', 0):.0f} p95 {ch.get('p95')} "
-            f"max {ch.get('max')}"
-        )
-        if not summary["complete"]:
-            lines.append("  INCOMPLETE: no stats.json (interrupted run?)")
-        for reason, count in sorted(summary["dropped"].items()):
-            lines.append(f"  dropped {reason}: {count}")
-        stats = summary["stats"] or {}
-        if "duplicates" in stats:
-            lines.append(f"  duplicates removed: {stats['duplicates']}")
-    elif kind == "tokenizer":
-        lines.append(f"  {summary['vocab_kind']}, {summary['vocab_size']} tokens")
-        specials = ", ".join(f"{v['token']}={v['id']}" for v in summary["special_tokens"].values())
-        lines.append(f"  special: {specials}")
-    else:
-        model = summary["model"]
-        lines.append(
-            f"  {model['family']} L{model['num_layers']}/H{model['hidden_size']}"
-            f"/A{model['num_heads']}, "
-            f"vocab {model['vocab_size']}, data {summary['data']}"
-        )
-        first, last = summary["first"], summary["last"]
-        if first and last:
-            lines.append(
-                f"  steps {first['step']}..{last['step']}: MLM loss {first['mlm_loss']:.3f} -> "
-                f"{last['mlm_loss']:.3f}, accuracy {first['mlm_accuracy']:.3f} -> "
-                f"{last['mlm_accuracy']:.3f}"
-            )
-        if summary["tokens_per_s"]:
-            lines.append(f"  throughput {summary['tokens_per_s']:.0f} tokens/s")
-        lines.append(f"  checkpoints: {', '.join(summary['checkpoints']) or 'none'}")
-    return "\n".join(lines)
+    if args.show:
+        summary["examples"] = decode_examples(path, args.show)
+    return summary

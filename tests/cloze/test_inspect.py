@@ -1,0 +1,136 @@
+"""`cloze inspect` end to end: exit codes, one JSON document, the HTML report."""
+
+import base64
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from cloze.cli import main
+from corpus.vocab import load_tokenizer
+from tests.corpus.shard_sets import token_stream, write_shard_set
+from tests.trainer.test_runinfo import make_run
+
+SHARD_KEYS = {
+    "kind",
+    "path",
+    "format_version",
+    "mode",
+    "max_seq_len",
+    "block_size",
+    "token_dtype",
+    "vocab_kind",
+    "vocab_size",
+    "premask",
+    "dupe_factor",
+    "shards",
+    "blocks",
+    "sequences",
+    "tokens",
+    "bytes",
+    "bytes_per_token",
+    "verified",
+    "read",
+    "sequence_length",
+    "padding",
+    "token_stats",
+    "pairs",
+    "premasked",
+    "per_shard",
+    "build_stats",
+    "problems",
+    "warnings",
+}
+
+
+@pytest.fixture(scope="module")
+def premasked(tmp_path_factory, tokenizer_dir) -> Path:
+    root = tmp_path_factory.mktemp("inspect")
+    info = load_tokenizer(tokenizer_dir)
+    write_shard_set(root / "shards", info, token_stream(info), mode="nsp", premasked=True)
+    return root / "shards"
+
+
+def test_json_is_one_document_with_the_documented_keys(premasked, capsys) -> None:
+    assert main(["inspect", str(premasked), "--json", "--batch-size", "8", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out)  # the whole of stdout is one JSON document
+    assert set(summary) == SHARD_KEYS
+    assert summary["padding"]["batch_size"] == 8 and len(summary["token_stats"]["top"]) == 5
+    assert summary["premasked"]["counts"]["mask"] > 0
+    assert set(summary["pairs"]["labels"]) == {"is_next", "not_next"}
+
+
+def test_terminal_summary_and_show(premasked, capsys) -> None:
+    assert main(["inspect", str(premasked), "--verify", "--show", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "verified: every checksum and block is intact" in out
+    assert re.search(r"labels +is_next \d+\.\d%  not_next \d+\.\d%", out)
+    assert re.search(r"masked +1\d\.\d\d% of [\d,]+ maskable tokens; mask [78]\d\.\d%", out)
+    assert out.count("    A: [CLS]") == 2 and out.count("    B: ") == 2
+    assert "predict: @" in out and "[MASK]->" in out
+
+
+def test_verify_exit_codes(premasked, tmp_path, capsys) -> None:
+    import shutil
+
+    copy = tmp_path / "s"
+    shutil.copytree(premasked, copy)
+    shard = sorted(copy.glob("shard-*.tar"))[1]
+    shard.write_bytes(shard.read_bytes()[:-4096])
+    assert main(["inspect", str(copy), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"BAD {shard.name}: size" in out
+    assert main(["inspect", str(copy), "--verify", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert [p["shard"] for p in problems] == [shard.name]
+
+
+def pngs(html: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def self_contained(html: str) -> bool:
+    return not re.search(r"<script|<link|src=\"(?!data:)|url\(", html)
+
+
+def test_html_reports_for_every_kind(premasked, small_build, tmp_path, capsys) -> None:
+    paths, _ = small_build
+    run = make_run(
+        tmp_path / "run",
+        [
+            {"step": s, "mlm_loss": 5.0 - s / 10, "mlm_accuracy": s / 50, "tokens_per_s": 900.0}
+            for s in range(1, 11)
+        ],
+    )
+    # kind -> plots: shards (lengths, rank-frequency, segments, labels, predictions),
+    # docs (lengths), tokenizer (none), run (loss, accuracy, throughput).
+    cases = [(premasked, 5), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 3)]
+    for i, (path, plots) in enumerate(cases):
+        report = tmp_path / f"report{i}.html"
+        assert main(["inspect", str(path), "--html", str(report)]) == 0
+        assert f"report: {report}" in capsys.readouterr().out
+        html = report.read_text(encoding="utf-8")
+        assert html.startswith("<!DOCTYPE html>") and self_contained(html)
+        images = pngs(html)
+        assert len(images) == plots
+        assert all(img.startswith(b"\x89PNG\r\n\x1a\n") and len(img) > 2000 for img in images)
+        assert "no problems found" in html
+
+
+def test_html_without_matplotlib_says_how_to_get_it(premasked, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    report = tmp_path / "r.html"
+    assert main(["inspect", str(premasked), "--html", str(report)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'clozeworks[report]'" in err[0]
+    assert not report.exists()
+
+
+def test_shard_only_flags_on_other_kinds_are_usage_errors(small_build, capsys) -> None:
+    paths, _ = small_build
+    assert main(["inspect", paths.docs, "--verify"]) == 2
+    assert "apply to shard sets" in capsys.readouterr().err
+    assert main(["inspect", paths.docs, "--batch-size", "0"]) == 2
