@@ -198,7 +198,8 @@ def _run(s: dict[str, Any]) -> list[str]:
     model = s["model"]
     lines = [
         f"  {model['family']} L{model['num_layers']}/H{model['hidden_size']}"
-        f"/A{model['num_heads']}, vocab {model['vocab_size']}, data {s['data']}",
+        f"/A{model['num_heads']}, vocab {model['vocab_size']}, data {s['data']}"
+        + (f", objectives {','.join(s['objectives'])}" if s.get("objectives") else ""),
         f"  {s['logged_steps']} log lines, last step {s['last_step']}"
         + (f" of {s['max_steps']}" if s.get("max_steps") else ""),
     ]

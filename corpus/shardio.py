@@ -133,15 +133,27 @@ def encode_block(block: Block) -> dict[str, bytes]:
     return out
 
 
-def decode_block(members: dict[str, bytes], shard: str, key: str) -> Block:
-    """Inverse of `encode_block`; ShardFormatError naming shard and key on any inconsistency."""
+def load_npy(data: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def decode_block(
+    members: dict[str, bytes],
+    shard: str,
+    key: str,
+    load_array: Callable[[bytes], np.ndarray] = load_npy,
+) -> Block:
+    """Inverse of `encode_block`; ShardFormatError naming shard and key on any inconsistency.
+
+    `load_array` turns a member's `.npy` bytes into an array (ValueError, OSError or
+    EOFError on bad bytes); `cloze inspect` passes a faster, read-only one."""
     arrays: dict[str, np.ndarray] = {}
     for ext, data in members.items():
         name = ext.removesuffix(".npy")
         if name not in MEMBERS or not ext.endswith(".npy"):
             raise ShardFormatError(shard, f"block {key}", f"unexpected member {key}.{ext}")
         try:
-            arrays[name] = np.load(io.BytesIO(data), allow_pickle=False)
+            arrays[name] = load_array(data)
         except (ValueError, OSError, EOFError) as err:
             problem = f"{ext} is not a valid array ({err})"
             raise ShardFormatError(shard, f"block {key}", problem) from None
@@ -273,15 +285,18 @@ def iter_blocks(path: str | Path) -> Iterator[tuple[str, Block]]:
         yield from iter_blocks_from(fileobj, name)
 
 
-def iter_blocks_from(fileobj: IO[bytes], name: str) -> Iterator[tuple[str, Block]]:
-    """As `iter_blocks`, from an open binary stream (a local file, a pipe, a URL)."""
+def iter_blocks_from(
+    fileobj: IO[bytes], name: str, load_array: Callable[[bytes], np.ndarray] = load_npy
+) -> Iterator[tuple[str, Block]]:
+    """As `iter_blocks`, from an open binary stream (a local file, a pipe, a URL).
+    `load_array`: as for `decode_block`."""
     try:
         tar = tarfile.open(fileobj=fileobj, mode="r|")  # noqa: SIM115 - closed below
     except tarfile.TarError as err:
         raise ShardFormatError(name, "byte 0", f"not a valid tar ({err})") from None
     with tar:
         for key, members, _ in iter_groups(tar, name):
-            yield key, decode_block(members, name, key)
+            yield key, decode_block(members, name, key, load_array)
 
 
 def iter_groups(

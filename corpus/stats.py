@@ -164,8 +164,8 @@ class TokenCounts:
     apart (`out_of_vocab`): they mean the shard was encoded with another vocabulary."""
 
     # Token ids are buffered and counted together, so the vocabulary-sized add is paid
-    # once per this many tokens rather than once per block.
-    FLUSH_TOKENS = 1 << 21
+    # once per this many tokens rather than once per block (8 MB of intp at most).
+    FLUSH_TOKENS = 1 << 20
 
     def __init__(self, vocab_size: int) -> None:
         self.vocab_size = vocab_size
@@ -183,7 +183,9 @@ class TokenCounts:
     def flush(self) -> None:
         if not self._pending:
             return
-        ids = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+        # bincount casts to intp anyway; casting while concatenating is one pass, and
+        # bincount over intp is about 3x faster than over uint16.
+        ids = np.concatenate(self._pending, dtype=np.intp, casting="unsafe")
         self._pending, self._pending_size = [], 0
         counts = np.bincount(ids, minlength=self.vocab_size)
         self.out_of_vocab += int(counts[self.vocab_size :].sum())
@@ -258,6 +260,7 @@ class BlockStats:
     mask_id: int
     max_len: int
     block_size: int
+    token_dtype: str = "uint16"
     pairs: bool = False
     premasked: bool = False
     blocks: int = 0
@@ -279,6 +282,10 @@ class BlockStats:
         self.token_counts = TokenCounts(self.vocab_size)
 
     def add(self, key: str, block: Block) -> None:
+        problem = self._bad_arrays(block)
+        if problem:
+            self.problems.append(f"block {key}: {problem}")
+            return
         n = len(block)
         lengths = np.diff(block.offsets)
         self.blocks += 1
@@ -297,6 +304,22 @@ class BlockStats:
             self._add_pairs(key, block, lengths)
         if self.premasked:
             self._add_premasked(key, block, lengths)
+
+    def _bad_arrays(self, block: Block) -> str | None:
+        """What is wrong with the arrays' shapes and types, before anything indexes them."""
+        wanted = {"tokens": "=", "offsets": "iu", "segments": "iu", "labels": "iu"}
+        wanted.update(mlm_positions="iu", mlm_offsets="iu", mlm_labels="=")
+        for name, kinds in wanted.items():
+            array = getattr(block, name)
+            if array is None:
+                continue
+            if array.ndim != 1:
+                return f"{name}.npy has {array.ndim} dimensions, expected 1"
+            ok = array.dtype == self.token_dtype if kinds == "=" else array.dtype.kind in kinds
+            if not ok:
+                expected = self.token_dtype if kinds == "=" else "integers"
+                return f"{name}.npy holds {array.dtype}, expected {expected}"
+        return None
 
     def _add_pairs(self, key: str, block: Block, lengths: np.ndarray) -> None:
         if block.segments is None or block.labels is None:
@@ -320,6 +343,9 @@ class BlockStats:
             self.problems.append(f"block {key}: a pre-masked block without mlm arrays")
             return
         per_seq = np.diff(block.mlm_offsets)
+        if block.mlm_offsets[0] != 0 or np.any(per_seq < 0):
+            self.problems.append(f"block {key}: mlm_offsets are not non-decreasing from 0")
+            return
         self.predictions.add(per_seq)
         positions = block.mlm_positions.astype(np.int64)
         owner = np.repeat(np.arange(len(block), dtype=np.int64), per_seq)

@@ -2,10 +2,10 @@
 throughput (keys: docs/inspect.md).
 
 The metrics log is read defensively: every numeric field becomes a curve, so objectives
-and accuracies added later (NSP, SOP, RTD, evaluation, ...) show up without a change
-here. A record with a `split` (or `phase`) other than "train" has its curves prefixed
-with it, e.g. `eval/mlm_loss`. A line that is not a JSON object (a crash mid-write) is
-skipped and named in `warnings`.
+and accuracies (`loss`, `NAME_loss`, `NAME_accuracy`, held-out `eval_*`, ...) show up
+without a change here. A record with a string `split` (or `phase`) other than "train" has
+its curves prefixed with it, e.g. `eval/mlm_loss`. A line that is not a JSON object with
+an integer `step` (a crash mid-write) is skipped and named in `warnings`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def run_summary(run: Path) -> dict[str, Any]:
             for k in ("family", "num_layers", "hidden_size", "num_heads", "vocab_size")
         },
         "data": config.get("data"),
+        "objectives": config.get("objectives"),
         "max_steps": config.get("max_steps"),
         "batch_size": config.get("batch_size"),
         "logged_steps": len(train_records),

@@ -47,6 +47,7 @@ def test_curves_every_objective_and_eval_split(tmp_path) -> None:
         }
         for s in (5, 10, 15, 20)
     ]
+    records[1].update(eval_mlm_loss=6.6, eval_loss=6.7)  # the trainer's held-out keys
     records.insert(2, {"step": 10, "split": "eval", "mlm_loss": 6.5, "mlm_accuracy": 0.1})
     records.append({"step": 25, "mlm_loss": float("nan"), "mlm_accuracy": 0.2})
     run = make_run(tmp_path / "run", records, tail='{"step": 30, "mlm_lo')
@@ -54,7 +55,8 @@ def test_curves_every_objective_and_eval_split(tmp_path) -> None:
     assert s["curves"]["mlm_loss"][:2] == [[5, 6.5], [10, 6.0]]
     assert s["curves"]["mlm_loss"][-1] == [25, None]
     assert s["curves"]["eval/mlm_loss"] == [[10, 6.5]]
-    assert s["losses"] == ["eval/mlm_loss", "mlm_loss", "nsp_loss"]
+    assert s["curves"]["eval_mlm_loss"] == [[10, 6.6]]
+    assert s["losses"] == ["eval/mlm_loss", "eval_loss", "eval_mlm_loss", "mlm_loss", "nsp_loss"]
     assert s["accuracies"] == ["eval/mlm_accuracy", "mlm_accuracy"]
     assert s["logged_steps"] == 5 and s["last_step"] == 25
     assert s["checkpoints"] == ["step-0000010", "step-0000020"]
