@@ -174,8 +174,16 @@ def _docs(s: dict[str, Any]) -> list[str]:
     for reason, count in sorted(s["dropped"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  dropped {reason}: {_n(count)}")
     for key, value in s["duplicates"].items():
-        lines.append(f"  {key}: {value}")
+        lines.append(f"  {key}: {_brief(value)}")
     return lines
+
+
+def _brief(value: Any) -> str:
+    """A number as is; a list (largest clusters) by its first few sizes or items."""
+    if not isinstance(value, list):
+        return _n(value)
+    items = [v["size"] if isinstance(v, dict) and "size" in v else v for v in value[:5]]
+    return ", ".join(str(v) for v in items) + (", ..." if len(value) > 5 else "")
 
 
 def _tokenizer(s: dict[str, Any]) -> list[str]:
@@ -188,10 +196,22 @@ def _tokenizer(s: dict[str, Any]) -> list[str]:
     ]
     stats = s.get("vocab_stats")
     if isinstance(stats, dict):
-        for key, value in stats.items():
-            if isinstance(value, int | float | str):
-                lines.append(f"  {key}: {value}")
+        lines.append("  vocab_stats.json:")
+        lines += [f"    {key}: {value}" for key, value in _scalars(stats)]
     return lines
+
+
+def _scalars(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) for every number or string, nested objects flattened."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out += _scalars(value, f"{prefix}{key}.")
+        elif isinstance(value, float):
+            out.append((prefix + key, f"{value:.4g}"))
+        elif isinstance(value, int | str):
+            out.append((prefix + key, value))
+    return out
 
 
 def _run(s: dict[str, Any]) -> list[str]:

@@ -140,7 +140,10 @@ def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
                 "duplicates": {
                     k: v
                     for k, v in stats.items()
-                    if any(word in k for word in DUPLICATE_WORDS) and k != "upstream"
+                    if any(word in k for word in DUPLICATE_WORDS)
+                    and not k.startswith(DROPPED_PREFIX)
+                    and isinstance(v, int | float | list)
+                    and not isinstance(v, bool)
                 },
             }
         )

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from corpus.report_text import render
 from corpus.stage_inspection import detect_kind, docs_summary, tokenizer_summary
 from schemas.documents import DOCUMENT
 from schemas.errors import BadInputError
@@ -60,26 +61,30 @@ def test_stats_json_read_defensively(tmp_path) -> None:
         "duplicates": 2,
         "duplicates.near": 1,
         "clusters": 1,
-        "largest_clusters": [3],
+        "largest_clusters": [{"id": "a", "size": 3}],
+        "emit_clusters": None,
+        "near_settings": {"bands": 9},
         "something_new": {"x": 1},
         "upstream": {
             "stage": "clean",
             "documents_in": 9,
             "documents_out": 5,
             "dropped.too_short": 3,
+            "dropped.duplicate_id": 2,
             "dropped.gopher_repetition": 1,
             "dropped.weird": "not a number",
         },
     }
     s = docs_summary(write_store(tmp_path / "docs", ["a", "bb", "ccé"], stats))
     assert s["documents"] == 3 and s["bytes"] == 1 + 2 + 4
-    assert s["dropped"] == {"too_short": 3, "gopher_repetition": 1}
+    assert s["dropped"] == {"too_short": 3, "duplicate_id": 2, "gopher_repetition": 1}
     assert s["duplicates"] == {
         "duplicates": 2,
         "duplicates.near": 1,
         "clusters": 1,
-        "largest_clusters": [3],
+        "largest_clusters": [{"id": "a", "size": 3}],
     }
+    assert "largest_clusters: 3" in render(s)
     assert [(st["stage"], st["documents_out"]) for st in s["stages"]] == [
         ("dedup", 3),
         ("clean", 5),
@@ -122,8 +127,12 @@ def test_tokenizer_summary(tokenizer_dir, tmp_path) -> None:
     copy.mkdir()
     for f in tokenizer_dir.iterdir():
         (copy / f.name).write_bytes(f.read_bytes())
-    (copy / "vocab_stats.json").write_text(json.dumps({"unk_rate": 0.001, "chars_per_token": 4}))
-    assert tokenizer_summary(copy)["vocab_stats"] == {"unk_rate": 0.001, "chars_per_token": 4}
+    vocab_stats = {"unk_rate": 0.001234567, "held_out": {"tokens_per_word": 1.3}}
+    (copy / "vocab_stats.json").write_text(json.dumps(vocab_stats))
+    summary = tokenizer_summary(copy)
+    assert summary["vocab_stats"] == vocab_stats
+    assert "unk_rate: 0.001235" in render(summary)
+    assert "held_out.tokens_per_word: 1.3" in render(summary)
 
 
 def test_detect_kind(shards_dir, tokenizer_dir, tmp_path) -> None:
