@@ -343,22 +343,25 @@ class BlockStats:
             self.problems.append(f"block {key}: a pre-masked block without mlm arrays")
             return
         per_seq = np.diff(block.mlm_offsets)
-        if block.mlm_offsets[0] != 0 or np.any(per_seq < 0):
+        if block.mlm_offsets[0] != 0 or (len(per_seq) and per_seq.min() < 0):
             self.problems.append(f"block {key}: mlm_offsets are not non-decreasing from 0")
             return
         self.predictions.add(per_seq)
-        positions = block.mlm_positions.astype(np.int64)
-        owner = np.repeat(np.arange(len(block), dtype=np.int64), per_seq)
-        if np.any(positions < 0) or np.any(positions >= lengths[owner]):
+        if len(block.mlm_positions) == 0:
+            return
+        # Where each prediction lands in the block's token array, and where its sequence
+        # ends: one repeat each instead of a per-prediction sequence index.
+        where = np.repeat(block.offsets[:-1], per_seq) + block.mlm_positions
+        if block.mlm_positions.min() < 0 or np.any(where >= np.repeat(block.offsets[1:], per_seq)):
             self.problems.append(f"block {key}: a masked position outside its sequence")
             return
-        stored = block.tokens[block.offsets[:-1][owner] + positions]
-        original = block.mlm_labels
+        stored = block.tokens[where]
         is_mask = stored == self.mask_id
-        same = (stored == original) & ~is_mask
-        self.masked += int(is_mask.sum())
-        self.unchanged += int(same.sum())
-        self.randomized += int(len(stored) - is_mask.sum() - same.sum())
+        masked = int(np.count_nonzero(is_mask))
+        same = int(np.count_nonzero((stored == block.mlm_labels) & ~is_mask))
+        self.masked += masked
+        self.unchanged += same
+        self.randomized += len(stored) - masked - same
 
     def merge(self, other: BlockStats) -> None:
         self.blocks += other.blocks

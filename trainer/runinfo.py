@@ -46,8 +46,8 @@ def run_summary(run: Path) -> dict[str, Any]:
         "batch_size": config.get("batch_size"),
         "logged_steps": len(train_records),
         "last_step": train_records[-1].get("step", 0) if train_records else 0,
-        "first": train_records[0] if train_records else None,
-        "last": train_records[-1] if train_records else None,
+        "first": _finite(train_records[0]) if train_records else None,
+        "last": _finite(train_records[-1]) if train_records else None,
         "curves": curves,
         "losses": sorted(k for k in curves if k.split("/")[-1].endswith("loss")),
         "accuracies": sorted(k for k in curves if k.split("/")[-1].endswith("accuracy")),
@@ -117,6 +117,13 @@ def metric_curves(records: list[dict[str, Any]]) -> dict[str, list[list[float]]]
                 point = float(value) if math.isfinite(value) else None
                 curves.setdefault(prefix + key, []).append([record["step"], point])
     return curves
+
+
+def _finite(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with NaN / inf as None, so --json stays strict JSON."""
+    return {
+        k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in record.items()
+    }
 
 
 def _mean_last(curve: list[list[Any]] | None) -> dict[str, float | None]:

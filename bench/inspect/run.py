@@ -101,13 +101,14 @@ def write_set(out: Path, args) -> Manifest:
     # Whole blocks only and the same number per shard, as the manifest's size rule wants.
     block_bytes = BLOCK * args.max_len * np.dtype(dtype).itemsize
     blocks_per_shard = max(1, round(args.shard_mb * 1e6 / block_bytes))
-    shards = max(1, round(args.gb * 1e9 / (block_bytes * blocks_per_shard)))
-    infos = []
-    for index in range(shards):
-        with ShardWriter(out, index, dtype) as w:
+    infos: list = []
+    shards = 1  # known once the first shard's real size is
+    while len(infos) < shards:
+        with ShardWriter(out, len(infos), dtype) as w:
             for _ in range(blocks_per_shard):
                 w.write(synthetic_block(rng, pool, BLOCK, args.max_len, info.special_ids, args))
             infos.append(w.close())
+        shards = max(1, round(args.gb * 1e9 / infos[0].bytes))
     copy_tokenizer_dir(info, out / TOKENIZER_DIR)
     shutil.rmtree(out / "_tok")
     manifest = Manifest(

@@ -54,6 +54,7 @@ def test_curves_every_objective_and_eval_split(tmp_path) -> None:
     s = run_summary(run)
     assert s["curves"]["mlm_loss"][:2] == [[5, 6.5], [10, 6.0]]
     assert s["curves"]["mlm_loss"][-1] == [25, None]
+    assert s["last"]["mlm_loss"] is None  # NaN would not be strict JSON
     assert s["curves"]["eval/mlm_loss"] == [[10, 6.5]]
     assert s["curves"]["eval_mlm_loss"] == [[10, 6.6]]
     assert s["losses"] == ["eval/mlm_loss", "eval_loss", "eval_mlm_loss", "mlm_loss", "nsp_loss"]
