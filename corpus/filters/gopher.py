@@ -13,7 +13,15 @@ from typing import ClassVar
 import numpy as np
 
 from corpus.filters.base import FilterResult
-from corpus.filters.text import duplicates, is_symbol, nonempty_lines, paragraphs, split_words
+from corpus.filters.text import (
+    content_words,
+    count_numeric_words,
+    count_symbols,
+    duplicates,
+    nonempty_lines,
+    paragraphs,
+    split_words,
+)
 
 STOP_WORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
 
@@ -43,9 +51,8 @@ class GopherQualityFilter:
     )
 
     def filter(self, text: str) -> FilterResult:
-        words = split_words(text)
-        n_words = len(words)
-        content = [w for w in words if not is_symbol(w)]
+        content = content_words(text)
+        n_words = len(content) + count_symbols(text)
         if not content or len(content) < self.min_words:
             return FilterResult.drop("too_few_words")
         if len(content) > self.max_words:
@@ -66,7 +73,7 @@ class GopherQualityFilter:
         ellipses = sum(line.rstrip().endswith(("...", "…")) for line in lines)
         if ellipses / len(lines) > self.max_ellipsis_lines_ratio:
             return FilterResult.drop("ellipsis_lines")
-        alpha = sum(any(c.isalpha() for c in w) for w in content)
+        alpha = len(content) - count_numeric_words(text)
         if alpha / n_words < self.min_alpha_words_ratio:
             return FilterResult.drop("alpha_words")
         lowered = {w.lower() for w in content if len(w) <= 4}

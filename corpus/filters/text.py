@@ -7,16 +7,34 @@ import unicodedata
 from collections.abc import Sequence
 from functools import cache
 
-# A word is a run of letters/digits/underscore, or a run of other non-space characters
-# (punctuation stays a token of its own, close to the spaCy English tokenizer datatrove uses).
-_WORD = re.compile(r"\w+|[^\w\s]+")
+# A word is a run of letters/digits/underscore, an ellipsis, or one other non-space character
+# (each punctuation mark is a token, as in the spaCy English tokenizer datatrove uses).
+_WORD = re.compile(r"\w+|\.\.\.|[^\w\s]")
 _ALNUM = re.compile(r"\w")
+_CONTENT = re.compile(r"\w+")
+_SYMBOL = re.compile(r"\.\.\.|[^\w\s]")
+_NUMERIC = re.compile(r"(?<!\w)[\d_]+(?!\w)")  # a word without a letter
 _PARAGRAPHS = re.compile(r"\n{2,}")
 _LINES = re.compile(r"\n+")
 
 
 def split_words(text: str) -> list[str]:
     return _WORD.findall(text)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `split_words` that are not punctuation or symbols."""
+    return _CONTENT.findall(text)
+
+
+def count_symbols(text: str) -> int:
+    """How many tokens of `split_words` are punctuation or symbols."""
+    return len(_SYMBOL.findall(text))
+
+
+def count_numeric_words(text: str) -> int:
+    """How many content words have no letter (digits and underscores only)."""
+    return len(_NUMERIC.findall(text))
 
 
 def is_symbol(word: str) -> bool:

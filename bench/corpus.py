@@ -1,0 +1,82 @@
+"""Benchmark corpora made locally from the stdlib's docstrings (no downloads).
+
+Pages are runs of docstrings joined into paragraphs, with words shuffled a little so pages
+differ; planted near-duplicates are copies with words substituted until their word-5-gram
+Jaccard similarity with the original reaches a target.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+from corpus.demo_corpus import iter_docstrings
+from corpus.minhash import Shingler, jaccard
+
+
+def docstrings() -> list[str]:
+    return [d["text"] for d in iter_docstrings(min_chars=80)]
+
+
+def pages(seed: int = 0) -> Iterator[str]:
+    """Endless web-page-like documents: 3-12 docstrings, one paragraph each."""
+    rng = random.Random(seed)
+    pool = docstrings()
+    while True:
+        parts = []
+        for text in rng.sample(pool, rng.randint(3, 12)):
+            words = text.split()
+            for _ in range(len(words) // 20):
+                i = rng.randrange(len(words))
+                j = min(len(words) - 1, i + 1)
+                words[i], words[j] = words[j], words[i]
+            parts.append(" ".join(words))
+        yield "\n\n".join(parts)
+
+
+def write_pages(path: Path, megabytes: float, seed: int = 0) -> int:
+    """Write page documents as JSON lines (with an `id` field) until the file reaches the
+    size; returns the number of documents."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    limit = int(megabytes * (1 << 20))
+    n = 0
+    with path.open("w", encoding="utf-8") as f:
+        for n, text in enumerate(pages(seed), start=1):
+            f.write(json.dumps({"id": f"p{n:09d}", "text": text}) + "\n")
+            if f.tell() >= limit:
+                break
+    return n
+
+
+def edited(
+    rng: random.Random, words: list[str], target: float, shingler: Shingler, vocab: list[str]
+) -> list[str]:
+    original = shingler(" ".join(words))
+    copy = list(words)
+    while jaccard(original, shingler(" ".join(copy))) > target:
+        copy[rng.randrange(len(copy))] = rng.choice(vocab)
+    return copy
+
+
+def write_planted(path: Path, originals: int, seed: int = 1) -> list[tuple[str, str, str]]:
+    """Originals, a copy of each at Jaccard ~0.9 and a look-alike at ~0.5, shuffled, as JSON
+    lines. Returns (original, copy, look-alike) ids."""
+    rng = random.Random(seed)
+    shingler = Shingler(5)
+    source = pages(seed)
+    vocab = sorted({w for text in docstrings()[:2000] for w in text.split()})
+    records, triples = [], []
+    for i in range(originals):
+        words = next(source).split()[: rng.randrange(200, 500)]
+        copy = edited(rng, words, rng.uniform(0.87, 0.93), shingler, vocab)
+        alike = edited(rng, words, rng.uniform(0.45, 0.55), shingler, vocab)
+        ids = (f"o{i:06d}", f"c{i:06d}", f"l{i:06d}")
+        triples.append(ids)
+        for doc_id, w in zip(ids, (words, copy, alike), strict=True):
+            records.append({"id": doc_id, "text": " ".join(w)})
+    rng.shuffle(records)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return triples
