@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--datatrove-python", default=str(ROOT / ".venv-bench/bin/python"))
     args = parser.parse_args()
-    work = ROOT / "bench" / "out" / "clean"
+    work = ROOT / "bench" / "out" / ("clean-rss" if args.ours_only else "clean")
     shutil.rmtree(work, ignore_errors=True)
     raw = work / "raw" / "pages.jsonl"
     docs = write_pages(raw, args.mb)

@@ -37,12 +37,14 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 src, work = sys.argv[1], sys.argv[2]
 config = MinhashConfig()  # 5-grams, 14 buckets x 8 hashes: datatrove's defaults
-def run(steps, name):
+def run(steps, name, tasks=1):
     logs = f"{work}/logs/{name}"
-    LocalPipelineExecutor(pipeline=steps, tasks=1, workers=1, logging_dir=logs).run()
+    LocalPipelineExecutor(pipeline=steps, tasks=tasks, workers=1, logging_dir=logs).run()
 reader = JsonlReader(src, compression=None)
 run([reader, MinhashDedupSignature(f"{work}/sigs", config=config)], "sig")
-run([MinhashDedupBuckets(f"{work}/sigs", f"{work}/buckets", config=config)], "buckets")
+# The bucket stage needs one task per bucket; workers=1 runs them one after another.
+buckets = MinhashDedupBuckets(f"{work}/sigs", f"{work}/buckets", config=config)
+run([buckets], "buckets", tasks=config.num_buckets)
 run([MinhashDedupCluster(f"{work}/buckets", f"{work}/remove", config=config)], "cluster")
 run([JsonlReader(src, compression=None), MinhashDedupFilter(f"{work}/remove"),
      JsonlWriter(f"{work}/out", compression=None)], "filter")
