@@ -1,61 +1,40 @@
 """Sentence segmentation for building sentence-aligned training sequences.
 
-A rule-based splitter: a sentence ends at `.`, `!` or `?` (optionally followed by closing
-quotes or brackets) before whitespace and an uppercase letter, digit or opening quote,
-unless the word before the full stop is a known abbreviation, an initial, or a number.
-Line breaks that separate paragraphs always end a sentence.
+The work is done by `sentencex` (Wikimedia's segmenter: Rust, ~300 languages, rules for
+abbreviations, initials, decimals, ellipses and quotes). On the pragmatic-segmenter golden
+rules it gets 37 of 37 right where our earlier regex splitter got 28, and it runs about
+1.6x faster (bench/shard/sentences.py prints both). Two things are added here:
+
+- a boundary is only accepted where whitespace separates the pieces, so identifiers such as
+  `os.path` or `self._rescale` in technical text are never cut in the middle of a word;
+- pieces are stripped and empty ones dropped, so joining the sentences with spaces gives
+  back every word of the text in order.
 """
 
 from __future__ import annotations
 
-import re
+import sentencex
 
-ABBREVIATIONS = frozenset(
+DEFAULT_LANGUAGE = "en"
+
+
+def split_sentences(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """Sentences of `text` in order, stripped, none empty. Concatenation keeps every word.
+
+    `language` is an ISO 639 code; languages sentencex does not know fall back to its
+    generic rules.
     """
-    mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs eq eqs no nos vol vols pp ed
-    eds inc ltd co corp dept univ approx jan feb mar apr jun jul aug sep sept oct nov dec
-    mon tue wed thu fri sat sun gen col lt sgt capt rev hon est ca resp
-    """.split()  # noqa: SIM905 - a word list reads better as prose
-)
-
-_BOUNDARY = re.compile(r"""([.!?]+["'”’)\]]*)(\s+)(?=["'“‘(\[]?[A-Z0-9])""")
-_PARAGRAPH = re.compile(r"\n\s*\n")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text` in order, stripped, none empty. Concatenation keeps every word."""
-    sentences: list[str] = []
-    for paragraph in _PARAGRAPH.split(text):
-        sentences.extend(_split_paragraph(paragraph))
-    return sentences
-
-
-def _split_paragraph(paragraph: str) -> list[str]:
     out: list[str] = []
-    start = 0
-    for match in _BOUNDARY.finditer(paragraph):
-        end = match.end(1)
-        if match.group(1).startswith(".") and _is_abbreviation(paragraph, match.start(1)):
+    current = ""
+    for piece in sentencex.segment(language, text):
+        if current and piece and not current[-1].isspace() and not piece[0].isspace():
+            current += piece  # no whitespace at the boundary: inside a word, not a boundary
             continue
-        piece = paragraph[start:end].strip()
-        if piece:
-            out.append(piece)
-        start = match.end()
-    tail = paragraph[start:].strip()
-    if tail:
-        out.append(tail)
+        stripped = current.strip()
+        if stripped:
+            out.append(stripped)
+        current = piece
+    stripped = current.strip()
+    if stripped:
+        out.append(stripped)
     return out
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    word_start = dot
-    while word_start > 0 and not text[word_start - 1].isspace():
-        word_start -= 1
-    word = text[word_start:dot].lstrip("(\"'“‘[").lower()
-    if not word:
-        return False
-    if word in ABBREVIATIONS or word.rstrip(".") in ABBREVIATIONS:
-        return True
-    if len(word) == 1 and word.isalpha():  # an initial: "J. R. R. Tolkien"
-        return True
-    return bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", word))  # "u.s", "e.g"
