@@ -1,8 +1,10 @@
 """Shard files: WebDataset tars whose samples are blocks of sequences (see docs/design.md).
 
-Writing goes through `webdataset.TarWriter` with a fixed mtime, so the same blocks give
-byte-identical tars. Reading streams the tar with `tarfile` and decodes `.npy` members with
-`allow_pickle=False`; nothing in a shard is ever unpickled or extracted to disk.
+Writing goes through `webdataset.TarWriter` with a fixed integer mtime, so the same blocks
+give byte-identical tars and each member costs one 512-byte header (a float mtime would add
+a PAX header of two more blocks to every member). Reading streams the tar with `tarfile`
+and decodes `.npy` members with `allow_pickle=False`; nothing in a shard is ever unpickled
+or extracted to disk.
 """
 
 from __future__ import annotations
@@ -10,18 +12,21 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import tarfile
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import webdataset as wds
 
 from schemas.errors import BadInputError, ClozeError
 from schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
+
+_SHARD_FILE = re.compile(r"^shard-\d{6}\.tar$")
 
 # Every block member, in the order they are written.
 MEMBERS = (
@@ -186,21 +191,69 @@ def _check_block(block: Block, shard: str, key: str) -> None:
             raise bad("mlm_offsets, mlm_positions and mlm_labels disagree")
 
 
+class OutputFS(Protocol):
+    """Where shards and the manifest are written: the local disk (`LOCAL`) or, from a Beam
+    pipeline, any Beam filesystem (pipelines/beamfs.py). Paths are strings."""
+
+    def join(self, base: str, name: str) -> str: ...
+    def create(self, path: str) -> IO[bytes]: ...
+    def rename(self, src: str, dst: str) -> None: ...
+    def delete(self, paths: Sequence[str]) -> None: ...
+    def exists(self, path: str) -> bool: ...
+    def listdir(self, directory: str) -> list[str]: ...
+    def mkdirs(self, directory: str) -> None: ...
+
+
+class LocalFS:
+    """`OutputFS` on the local disk; `rename` is atomic (os.replace)."""
+
+    def join(self, base: str, name: str) -> str:
+        return os.path.join(base, name)
+
+    def create(self, path: str) -> IO[bytes]:
+        return open(path, "wb")
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    def delete(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            Path(path).unlink(missing_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def listdir(self, directory: str) -> list[str]:
+        return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+
+    def mkdirs(self, directory: str) -> None:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise BadInputError(f"{directory}: exists and is not a directory")
+        os.makedirs(directory, exist_ok=True)
+
+
+LOCAL = LocalFS()
+
+
 class ShardWriter:
     """Writes one shard to `directory` under a temporary name; `close()` renames it.
 
     The sha256 and size are computed while writing, so a shard is read once, by the trainer.
-    An exception inside `with ShardWriter(...)` removes the temporary file.
+    An exception inside `with ShardWriter(...)` removes the temporary file. `fs` decides
+    where the bytes go (default: the local disk).
     """
 
-    def __init__(self, directory: str | Path, index: int, token_dtype: str) -> None:
-        self.directory = Path(directory)
+    def __init__(
+        self, directory: str | Path, index: int, token_dtype: str, fs: OutputFS = LOCAL
+    ) -> None:
+        self.directory = str(directory)
+        self.fs = fs
         self.name = shard_name(index)
         self.index = index
         self.token_dtype = token_dtype
-        self._tmp = self.directory / f".{self.name}.{uuid.uuid4().hex}.tmp"
-        self._file = _HashingFile(open(self._tmp, "wb"))  # noqa: SIM115 - closed in close()
-        self._tar = wds.TarWriter(self._file, encoder=False, mtime=0.0, user="", group="")
+        self._tmp = fs.join(self.directory, f".{self.name}.{uuid.uuid4().hex}.tmp")
+        self._file = _HashingFile(fs.create(self._tmp))
+        self._tar = wds.TarWriter(self._file, encoder=False, mtime=0, user="", group="")
         self.blocks = 0
         self.sequences = 0
         self.tokens = 0
@@ -216,7 +269,7 @@ class ShardWriter:
     def close(self) -> ShardInfo:
         self._tar.close()
         self._file.close()
-        os.replace(self._tmp, self.directory / self.name)
+        self.fs.rename(self._tmp, self.fs.join(self.directory, self.name))
         return ShardInfo(
             name=self.name,
             sequences=self.sequences,
@@ -231,7 +284,7 @@ class ShardWriter:
             self._tar.close()
         finally:
             self._file.close()
-            self._tmp.unlink(missing_ok=True)
+            self.fs.delete([self._tmp])
 
     def __enter__(self) -> ShardWriter:
         return self
@@ -265,10 +318,14 @@ class _HashingFile(io.RawIOBase):
 
 
 def write_blocks(
-    directory: str | Path, index: int, token_dtype: str, blocks: Sequence[Block]
+    directory: str | Path,
+    index: int,
+    token_dtype: str,
+    blocks: Iterable[Block],
+    fs: OutputFS = LOCAL,
 ) -> ShardInfo:
     """Write a whole shard atomically and return its manifest entry."""
-    with ShardWriter(directory, index, token_dtype) as writer:
+    with ShardWriter(directory, index, token_dtype, fs) as writer:
         for block in blocks:
             writer.write(block)
         return writer.close()
@@ -347,26 +404,29 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return sha.hexdigest()
 
 
-def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
+def write_manifest(directory: str | Path, manifest: Manifest, fs: OutputFS = LOCAL) -> str:
     """Write manifest.json atomically; call it after every shard is in place."""
-    path = Path(directory) / MANIFEST_FILE
-    tmp = path.with_name(f".{MANIFEST_FILE}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(manifest.to_json(), encoding="utf-8")
-    os.replace(tmp, path)
+    path = fs.join(str(directory), MANIFEST_FILE)
+    tmp = fs.join(str(directory), f".{MANIFEST_FILE}.{uuid.uuid4().hex}.tmp")
+    with fs.create(tmp) as f:
+        f.write(manifest.to_json().encode("utf-8"))
+    fs.rename(tmp, path)
     return path
 
 
-def prepare_output_dir(directory: str | Path) -> Path:
+def prepare_output_dir(directory: str | Path, fs: OutputFS = LOCAL) -> str:
     """Make `directory` ready for a fresh shard set.
 
     The old manifest goes first, so an interrupted rerun never leaves a manifest that
     describes shards being replaced; then old shards and temporary files go.
     """
-    out = Path(directory)
-    if out.exists() and not out.is_dir():
-        raise BadInputError(f"{out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MANIFEST_FILE).unlink(missing_ok=True)
-    for old in list(out.glob("shard-*.tar")) + list(out.glob(".*.tmp")):
-        old.unlink()
+    out = str(directory)
+    fs.mkdirs(out)
+    fs.delete([fs.join(out, MANIFEST_FILE)])
+    old = [
+        fs.join(out, name)
+        for name in fs.listdir(out)
+        if _SHARD_FILE.match(name) or (name.startswith(".") and name.endswith(".tmp"))
+    ]
+    fs.delete(old)
     return out
