@@ -1,41 +1,50 @@
-"""`cloze shard`: a document store + a tokenizer -> WebDataset shards and `manifest.json`."""
+"""`cloze shard`: a document store + a tokenizer -> WebDataset shards and `manifest.json`.
+
+Read -> BuildInstances (pipelines/shard_instances.py) -> DealToShards (a global shuffle
+that leaves shard sizes within one sequence of each other) -> WriteShards (blocks, and for
+`--premask` the static masks, written under temporary names and renamed) -> the driver
+copies the tokenizer and writes the manifest last. Output goes through Beam's
+FileSystems, so `--output` may be local or gs://, s3://, ...
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
-import numpy as np
-from tokenizers import Tokenizer
+from apache_beam.io.filesystems import FileSystems
 
 from corpus import dealing
-from corpus.instances import (
-    Specials,
-    chunk_tokens,
-    content_capacity,
-    pack_across_documents,
-    pack_document,
-    single_sequence,
-)
+from corpus.instances import Specials
+from corpus.masking import MaskTables
+from corpus.pairs import SHORT_SEQ_PROB
+from corpus.premask import StaticMasker, default_max_predictions
+from corpus.sentences import DEFAULT_LANGUAGE
 from corpus.shardio import make_block, prepare_output_dir, write_blocks, write_manifest
-from corpus.tokenize import document_sentences
-from corpus.vocab import copy_tokenizer_dir, load_tokenizer
+from corpus.vocab import TokenizerInfo, load_tokenizer
+from pipelines.beamfs import BEAM_FS
 from pipelines.counters import counter, read_counters
 from pipelines.documents_io import ReadDocuments
-from pipelines.options import is_local, pipeline_options
+from pipelines.options import pipeline_options
+from pipelines.outputs import remove_dir
+from pipelines.shard_instances import (
+    PACKED_MODES,
+    PAIR_MODES,
+    BuildInstances,
+    Instance,
+    InstanceSettings,
+)
 from schemas.errors import BadInputError, UsageError
-from schemas.manifest import TOKENIZER_DIR, Manifest, ShardInfo
+from schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
 from schemas.manifest import token_dtype_for as _dtype
+from schemas.masking import MASK_KINDS, MaskingSettings
 
-PACKED_MODES = ("full-sentences", "doc-sentences")
-# Tails of documents are packed together in this many groups (FULL-SENTENCES): enough to
-# spread the work, few enough that most packed sequences come out full.
-TAIL_GROUPS = 64
+__all__ = ["PACKED_MODES", "PAIR_MODES", "DealToShards", "ShardConfig", "run_shard"]
 
 
 @dataclass
@@ -49,10 +58,18 @@ class ShardConfig:
     block_size: int = 512
     num_shards: int | None = None
     sequences_per_shard: int | None = 8192
+    short_seq_prob: float = SHORT_SEQ_PROB
+    language: str = DEFAULT_LANGUAGE
+    premask: str | None = None
+    dupe_factor: int = 1
+    max_predictions: int | None = None  # None: corpus.premask.default_max_predictions
+    mask_prob: float = 0.15
     settings: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         """UsageError for settings no shard set can be built with."""
+        if self.mode not in SHARD_MODES:
+            raise UsageError(f"--mode must be one of {', '.join(SHARD_MODES)}, got {self.mode}")
         # Positions are stored as int16 in pre-masked shards.
         if not 8 <= self.max_seq_len <= 32767:
             raise UsageError(f"--max-seq-len must be in 8..32767, got {self.max_seq_len}")
@@ -62,116 +79,45 @@ class ShardConfig:
             raise UsageError(f"--num-shards must be >= 1, got {self.num_shards}")
         if self.sequences_per_shard is not None and self.sequences_per_shard < 1:
             raise UsageError(f"--sequences-per-shard must be >= 1, got {self.sequences_per_shard}")
-        if self.mode not in PACKED_MODES:
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise UsageError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.dupe_factor < 1:
+            raise UsageError(f"--dupe-factor must be >= 1, got {self.dupe_factor}")
+        if self.premask is None and self.dupe_factor != 1:
             raise UsageError(
-                f"--mode {self.mode} is not available yet; use one of {', '.join(PACKED_MODES)}"
+                "--dupe-factor needs --premask: without it the trainer masks every epoch anew"
             )
+        if self.premask is not None and self.premask not in MASK_KINDS:
+            raise UsageError(f"--premask must be one of {', '.join(MASK_KINDS)}")
+        if self.max_predictions is not None and self.max_predictions < 1:
+            raise UsageError(f"--max-predictions must be >= 1, got {self.max_predictions}")
+        self.masking()
 
-
-@dataclass(frozen=True)
-class Instance:
-    """One training sequence on its way to a shard."""
-
-    key: int
-    tokens: np.ndarray
-
-
-class _Tokenize(beam.DoFn):
-    """Document row -> (doc id, sentences as id arrays). Loads the tokenizer once per worker."""
-
-    def __init__(self, tokenizer_json: str) -> None:
-        self.tokenizer_json = tokenizer_json
-        self.tok: Tokenizer | None = None
-        self.docs = counter("shard.documents")
-        self.tokens = counter("shard.document_tokens")
-
-    def setup(self) -> None:
-        self.tok = Tokenizer.from_str(self.tokenizer_json)
-
-    def process(self, row: dict[str, Any]) -> Iterator[tuple[str, list[np.ndarray]]]:
-        assert self.tok is not None
-        sentences = document_sentences(self.tok, row["text"])
-        self.docs.inc()
-        self.tokens.inc(sum(len(s) for s in sentences))
-        if sentences:
-            yield row["id"], sentences
-
-
-class _PackDocument(beam.DoFn):
-    """(doc id, sentences) -> full Instances; the last, short chunk goes to `tails`."""
-
-    TAILS = "tails"
-
-    def __init__(self, mode: str, max_seq_len: int, seed: int, specials: Specials) -> None:
-        self.mode = mode
-        self.capacity = content_capacity(max_seq_len)
-        self.seed = seed
-        self.specials = specials
-
-    def process(self, item: tuple[str, list[np.ndarray]]) -> Iterator[Any]:
-        doc_id, sentences = item
-        chunks = pack_document(sentences, self.capacity)
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
-            if last and self.mode == "full-sentences" and chunk_tokens(chunk) < self.capacity:
-                group = dealing.sequence_key(self.seed, f"tail\x00{doc_id}") % TAIL_GROUPS
-                yield beam.pvalue.TaggedOutput(self.TAILS, (group, (doc_id, chunk)))
-                continue
-            yield _instance(self.seed, f"{doc_id}\x00{i}", chunk, self.specials)
-
-
-def _instance(
-    seed: int, identity: str, chunk: Sequence[np.ndarray], specials: Specials
-) -> Instance:
-    counter("shard.sequences").inc()
-    return Instance(dealing.sequence_key(seed, identity), single_sequence(chunk, specials))
-
-
-class _PackTails(beam.DoFn):
-    """(group, [(doc id, chunk)]) -> Instances that may cross documents (FULL-SENTENCES)."""
-
-    def __init__(self, max_seq_len: int, seed: int, specials: Specials) -> None:
-        self.capacity = content_capacity(max_seq_len)
-        self.seed = seed
-        self.specials = specials
-
-    def process(
-        self, item: tuple[int, Iterable[tuple[str, list[np.ndarray]]]]
-    ) -> Iterator[Instance]:
-        group, tails = item
-        ordered = sorted(tails, key=lambda t: t[0])  # by doc id: the same packing on every run
-        packed = pack_across_documents((t[1] for t in ordered), self.capacity, self.specials.sep)
-        for i, chunk in enumerate(packed):
-            yield _instance(self.seed, f"tails\x00{group}\x00{i}", chunk, self.specials)
-
-
-class BuildInstances(beam.PTransform):
-    """Document rows -> Instances for a packed mode."""
-
-    def __init__(
-        self, tokenizer_json: str, mode: str, max_seq_len: int, seed: int, specials: Specials
-    ) -> None:
-        super().__init__()
-        self.tokenizer_json = tokenizer_json
-        self.mode = mode
-        self.max_seq_len = max_seq_len
-        self.seed = seed
-        self.specials = specials
-
-    def expand(self, rows: Any) -> Any:
-        # (doc id, sentences as id arrays)
-        docs = rows | "Tokenize" >> beam.ParDo(_Tokenize(self.tokenizer_json))
-        packed = docs | "PackDocuments" >> beam.ParDo(
-            _PackDocument(self.mode, self.max_seq_len, self.seed, self.specials)
-        ).with_outputs(_PackDocument.TAILS, main="full")
-        if self.mode != "full-sentences":
-            return packed.full
-        crossing = (
-            packed.tails
-            | "GroupTails" >> beam.GroupByKey()
-            | "PackTails" >> beam.ParDo(_PackTails(self.max_seq_len, self.seed, self.specials))
+    def masking(self) -> MaskingSettings | None:
+        if self.premask is None:
+            return None
+        max_predictions = self.max_predictions or default_max_predictions(
+            self.max_seq_len, self.premask
         )
-        return (packed.full, crossing) | "AllInstances" >> beam.Flatten()
+        try:
+            return MaskingSettings(
+                kind=self.premask,  # type: ignore[arg-type]
+                prob=self.mask_prob,
+                max_predictions=max_predictions,
+            )
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+
+    def build_settings(self) -> dict[str, Any]:
+        """Everything besides the manifest's own fields that decides the shards' bytes."""
+        return {
+            "sequences_per_shard": self.sequences_per_shard,
+            "num_shards": self.num_shards,
+            "short_seq_prob": self.short_seq_prob if self.mode in PAIR_MODES else None,
+            "sentence_splitter": "sentencex" if self.mode != "single" else None,
+            "language": self.language,
+            **self.settings,
+        }
 
 
 def _bucket(instance: Instance) -> int:
@@ -180,6 +126,10 @@ def _bucket(instance: Instance) -> int:
 
 def _by_bucket(instance: Instance) -> tuple[int, Instance]:
     return dealing.bucket_of(instance.key), instance
+
+
+def _order(instance: Instance) -> tuple[int, bytes]:
+    return instance.key, instance.tokens.tobytes()
 
 
 class _Rank(beam.DoFn):
@@ -195,8 +145,7 @@ class _Rank(beam.DoFn):
         bucket, instances = item
         offsets = dealing.bucket_offsets(counts)
         shards = dealing.number_of_shards(sum(counts.values()), self.num_shards, self.per_shard)
-        ordered = sorted(instances, key=lambda inst: (inst.key, inst.tokens.tobytes()))
-        for i, inst in enumerate(ordered):
+        for i, inst in enumerate(sorted(instances, key=_order)):
             shard, position = dealing.place(offsets[bucket] + i, shards)
             yield shard, (position, inst)
 
@@ -226,43 +175,113 @@ class DealToShards(beam.PTransform):
         )
 
 
+@dataclass(frozen=True)
+class MaskSpec:
+    """What a worker needs to mask statically (tables are built once per worker)."""
+
+    settings: MaskingSettings
+    seed: int
+    vocab_size: int
+    special_ids: tuple[int, ...]
+    word_start: tuple[bool, ...]
+    mask_id: int
+    pad_id: int
+
+    def masker(self) -> StaticMasker:
+        tables = MaskTables.build(
+            self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id
+        )
+        return StaticMasker(tables, self.settings, self.seed, self.pad_id)
+
+
+def _position(placed: tuple[int, Instance]) -> int:
+    return placed[0]
+
+
 class _WriteShard(beam.DoFn):
-    def __init__(self, output: str, block_size: int, token_dtype: str) -> None:
+    """(shard, [(position, Instance)]) -> the shard's manifest entry as JSON."""
+
+    def __init__(
+        self, output: str, block_size: int, token_dtype: str, pairs: bool, mask: MaskSpec | None
+    ) -> None:
         self.output = output
         self.block_size = block_size
         self.token_dtype = token_dtype
+        self.pairs = pairs
+        self.mask = mask
+        self.masker: StaticMasker | None = None
+
+    def setup(self) -> None:
+        self.masker = self.mask.masker() if self.mask is not None else None
+
+    def _blocks(self, ordered: list[Instance]) -> Iterator[Any]:
+        for lo in range(0, len(ordered), self.block_size):
+            part = ordered[lo : lo + self.block_size]
+            sequences = [inst.tokens for inst in part]
+            predictions = None
+            if self.masker is not None:
+                masked = self.masker.mask(sequences, [i.key for i in part], [i.copy for i in part])
+                sequences = [m.tokens for m in masked]
+                predictions = [(m.positions, m.labels) for m in masked]
+                counter("premask.predictions").inc(sum(len(m.positions) for m in masked))
+            yield make_block(
+                sequences,
+                self.token_dtype,
+                segments=[i.segment for i in part] if self.pairs else None,
+                labels=[i.label for i in part] if self.pairs else None,
+                predictions=predictions,
+            )
 
     def process(self, item: tuple[int, Iterable[tuple[int, Instance]]]) -> Iterator[str]:
         shard, placed = item
-        ordered = [inst for _, inst in sorted(placed, key=lambda p: p[0])]
-        blocks = [
-            make_block([inst.tokens for inst in ordered[i : i + self.block_size]], self.token_dtype)
-            for i in range(0, len(ordered), self.block_size)
-        ]
-        info = write_blocks(self.output, shard, self.token_dtype, blocks)
+        ordered = [inst for _, inst in sorted(placed, key=_position)]
+        info = write_blocks(self.output, shard, self.token_dtype, self._blocks(ordered), BEAM_FS)
         counter("shard.files").inc()
         yield json.dumps(info.__dict__)
+
+
+def _mask_spec(config: ShardConfig, info: TokenizerInfo) -> MaskSpec | None:
+    settings = config.masking()
+    if settings is None:
+        return None
+    return MaskSpec(
+        settings=settings,
+        seed=config.seed,
+        vocab_size=info.vocab_size,
+        special_ids=tuple(info.all_special_ids),
+        word_start=tuple(info.word_start_table()),
+        mask_id=info.special_ids["mask"],
+        pad_id=info.special_ids["pad"],
+    )
 
 
 def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     """Build the shard set; returns the manifest written last into `config.output`."""
     config.validate()
     options = pipeline_options(beam_argv)
-    if not is_local(options):
-        raise UsageError(
-            "cloze shard writes shards to a local directory; run it with the DirectRunner"
-        )
     info = load_tokenizer(config.tokenizer)
     specials = Specials(cls=info.special_ids["cls"], sep=info.special_ids["sep"])
     token_dtype = _dtype(info.vocab_size)
-    out = prepare_output_dir(config.output)
-    tokenizer_json = info.tokenizer.to_str()
-    with tempfile.TemporaryDirectory(prefix="cloze-shard-") as tmp:
+    settings = InstanceSettings(
+        mode=config.mode,
+        max_seq_len=config.max_seq_len,
+        seed=config.seed,
+        specials=specials,
+        dupe_factor=config.dupe_factor,
+        short_seq_prob=config.short_seq_prob,
+        language=config.language,
+    )
+    out = prepare_output_dir(config.output, BEAM_FS)
+    staging = BEAM_FS.join(out, f".staging-{uuid.uuid4().hex[:12]}")
+    write = _WriteShard(
+        out, config.block_size, token_dtype, config.mode in PAIR_MODES, _mask_spec(config, info)
+    )
+    try:
         with beam.Pipeline(options=options) as p:
             rows = p | "Read" >> ReadDocuments(config.input)
             # Training sequences, [CLS] ... [SEP], not yet in any order.
             instances = rows | "BuildInstances" >> BuildInstances(
-                tokenizer_json, config.mode, config.max_seq_len, config.seed, specials
+                info.tokenizer.to_str(), settings, config.input
             )
             # (shard, [(position, instance)]): shuffled across the whole corpus.
             dealt = instances | "Deal" >> DealToShards(
@@ -270,14 +289,18 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
             )
             _ = (
                 dealt
-                | "WriteShards" >> beam.ParDo(_WriteShard(str(out), config.block_size, token_dtype))
-                | "RecordShards" >> beam.io.WriteToText(os.path.join(tmp, "infos"))
+                | "WriteShards" >> beam.ParDo(write)
+                | "RecordShards" >> beam.io.WriteToText(BEAM_FS.join(staging, "infos"))
             )
-        infos = sorted(_read_infos(tmp), key=lambda s: s.name)
+        infos = sorted(_read_infos(staging), key=lambda s: s.name)
+    finally:
+        remove_dir(staging)
     counters = read_counters(p.result)
     if not infos:
         raise BadInputError(f"{config.input}: no text to make sequences from")
-    copy_tokenizer_dir(info, out / TOKENIZER_DIR)
+    tokenizer_dir = BEAM_FS.join(out, TOKENIZER_DIR)
+    remove_dir(tokenizer_dir)  # files of an earlier, different tokenizer must not linger
+    _copy_tokenizer(info, tokenizer_dir)
     manifest = Manifest(
         mode=config.mode,  # type: ignore[arg-type]
         max_seq_len=config.max_seq_len,
@@ -288,25 +311,42 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
         tokenizer_sha256=info.sha256,
         special_tokens=dict(info.special_ids),
         seed=config.seed,
-        settings={
-            "sequences_per_shard": config.sequences_per_shard,
-            "num_shards": config.num_shards,
-            **config.settings,
-        },
+        premask=config.masking(),
+        dupe_factor=config.dupe_factor,
+        settings=config.build_settings(),
         stats=counters,
         shards=tuple(infos),
         created_by=_created_by(),
     )
-    write_manifest(out, manifest)
+    write_manifest(out, manifest, BEAM_FS)
     return manifest
 
 
 def _read_infos(directory: str) -> list[ShardInfo]:
     infos = []
-    for name in sorted(os.listdir(directory)):
-        with open(os.path.join(directory, name), encoding="utf-8") as f:
-            infos.extend(ShardInfo(**json.loads(line)) for line in f if line.strip())
+    for name in BEAM_FS.listdir(directory):
+        with FileSystems.open(BEAM_FS.join(directory, name)) as f:
+            text = f.read().decode("utf-8")
+        infos.extend(ShardInfo(**json.loads(line)) for line in text.splitlines() if line.strip())
     return infos
+
+
+def _copy_tokenizer(info: TokenizerInfo, directory: str) -> None:
+    """The tokenizer files a shard set keeps beside itself, written through Beam's
+    FileSystems; a plain vocab.txt is saved as tokenizer.json + vocab.txt."""
+    BEAM_FS.mkdirs(directory)
+    src = Path(info.path)
+    if src.name.endswith(".txt"):
+        files = {"tokenizer.json": info.tokenizer.to_str().encode(), "vocab.txt": src.read_bytes()}
+    else:
+        files = {
+            f.name: f.read_bytes()
+            for f in sorted(src.parent.iterdir())
+            if f.is_file() and f.suffix in (".json", ".txt")
+        }
+    for name, data in files.items():
+        with BEAM_FS.create(BEAM_FS.join(directory, name)) as f:
+            f.write(data)
 
 
 def _created_by() -> str:
