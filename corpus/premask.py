@@ -22,14 +22,8 @@ from schemas.masking import MaskingSettings
 MAX_PREDICTIONS_SHARE = 0.15
 
 
-def default_max_predictions(max_seq_len: int, kind: str = "token") -> int | None:
-    """BERT's cap, round(0.15 x length), for token, wwm and ngram masking; no cap for span.
-
-    SpanBERT had no such cap, and one equal to the budget of a full sequence would block
-    every span that crosses the budget (units are never cut), masking ~14% instead of 15%.
-    """
-    if kind == "span":
-        return None
+def default_max_predictions(max_seq_len: int) -> int:
+    """BERT's cap on predictions per sequence: round(0.15 x length)."""
     return max(1, round(MAX_PREDICTIONS_SHARE * max_seq_len))
 
 

@@ -96,9 +96,7 @@ class ShardConfig:
     def masking(self) -> MaskingSettings | None:
         if self.premask is None:
             return None
-        max_predictions = self.max_predictions or default_max_predictions(
-            self.max_seq_len, self.premask
-        )
+        max_predictions = self.max_predictions or default_max_predictions(self.max_seq_len)
         try:
             return MaskingSettings(
                 kind=self.premask,  # type: ignore[arg-type]

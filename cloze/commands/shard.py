@@ -52,8 +52,7 @@ def add_shard_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-predictions",
         type=int,
-        help="cap on masked positions per sequence (default: round(0.15 x max length); "
-        "none for span, which SpanBERT never capped)",
+        help="cap on masked positions per sequence (default: round(0.15 x max length))",
     )
 
 

@@ -50,7 +50,7 @@ def sequences(info, max_seq_len: int, n: int) -> list[np.ndarray]:
 
 def masked(info, tables, kind: str, max_seq_len: int = 128, n: int = 2000, copy: int = 0):
     seqs = sequences(info, max_seq_len, n)
-    cap = default_max_predictions(max_seq_len, kind)
+    cap = default_max_predictions(max_seq_len)
     settings = MaskingSettings(kind=kind, max_predictions=cap)
     masker = StaticMasker(tables, settings, seed=11, pad_id=info.special_ids["pad"])
     keys = [(i * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(len(seqs))]
@@ -69,7 +69,7 @@ def test_share_split_and_specials(vocab, kind: str) -> None:
     actions = np.zeros(3)
     for seq, m in zip(seqs, out, strict=True):
         assert len(m.tokens) == len(seq)
-        assert kind == "span" or len(m.positions) <= default_max_predictions(128)
+        assert len(m.positions) <= default_max_predictions(128)
         assert not special[seq[m.positions]].any(), "a special token was chosen"
         assert np.array_equal(m.labels, seq[m.positions])
         untouched = np.setdiff1d(np.arange(len(seq)), m.positions)
