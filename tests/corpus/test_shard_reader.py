@@ -102,7 +102,7 @@ def test_a_flipped_byte_is_caught(tmp_path) -> None:
     with pytest.raises(ShardFormatError, match=r"shard-000007\.tar: bytes 0-\d+: sha256"):
         verify_sha256(str(path), spec)
     data = bytearray(path.read_bytes())
-    data[600] ^= 0x01  # the second member's header: tar's own checksum fails
+    data[100] ^= 0x01  # the first member's header: tar's own checksum fails
     path.write_bytes(bytes(data))
     with pytest.raises(ShardFormatError, match=r"shard-000007\.tar: byte \d+: "):
         read_all(path, spec)
