@@ -1,29 +1,55 @@
-"""`cloze build`: clean -> dedup -> vocab -> shard into ROOT/{clean,docs,tokenizer,shards}."""
+"""`cloze build`: clean -> dedup -> vocab -> shard into ROOT/{clean,docs,tokenizer,shards}.
+
+A stage is skipped when its output is complete (its commit marker is there: stats.json,
+tokenizer.json, manifest.json) and was made from the same settings and the same upstream
+output. What each stage was made from is recorded in ROOT/build.json when the stage
+finishes: its settings, a fingerprint of its input (the raw files' names, sizes and
+mtimes; or the upstream marker's sha256) and the sha256 of its own marker. A stage's
+record is dropped before it runs, so an interrupted stage is never taken as done, and a
+stage that reruns makes every later stage rerun (its marker's hash changes).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from corpus.vocab import VocabConfig
+from apache_beam.io.filesystems import FileSystems
+
+from corpus.vocab import TOKENIZER_FILE, VocabConfig
 from pipelines.clean import CleanConfig, run_clean
 from pipelines.dedup import DedupConfig, run_dedup
+from pipelines.documents_io import expand_inputs
+from pipelines.outputs import join, read_json, write_json
 from pipelines.shard import ShardConfig, run_shard
 from pipelines.vocab import VocabRunConfig, run_vocab
-from schemas.manifest import Manifest
+from schemas.documents import STATS_FILE
+from schemas.manifest import MANIFEST_FILE, Manifest
+
+BUILD_FILE = "build.json"
+BUILD_VERSION = 1
+STAGES = ("clean", "dedup", "vocab", "shard")
 
 
 @dataclass
 class BuildConfig:
     inputs: Sequence[str]
     root: str
-    clean: dict[str, object] = field(default_factory=dict)
+    # CleanConfig / DedupConfig fields other than the paths.
+    clean: dict[str, Any] = field(default_factory=dict)
+    dedup: dict[str, Any] = field(default_factory=dict)
     vocab: VocabConfig = field(default_factory=VocabConfig)
+    vocab_sample_docs: int | None = None
     mode: str = "full-sentences"
     max_seq_len: int = 128
     seed: int = 12345
     sequences_per_shard: int | None = 8192
+    # Other ShardConfig fields (num_shards, premask, dupe_factor, ...).
+    shard: dict[str, Any] = field(default_factory=dict)
+    force: bool = False  # run every stage even if its output is current
 
 
 @dataclass
@@ -35,8 +61,88 @@ class BuildPaths:
 
     @classmethod
     def under(cls, root: str) -> BuildPaths:
-        r = Path(root)
-        return cls(str(r / "clean"), str(r / "docs"), str(r / "tokenizer"), str(r / "shards"))
+        return cls(
+            join(root, "clean"), join(root, "docs"), join(root, "tokenizer"), join(root, "shards")
+        )
+
+
+def _sha256(path: str) -> str | None:
+    """Hash of a file on any Beam filesystem, None if it is not there."""
+    if not FileSystems.exists(path):
+        return None
+    sha = hashlib.sha256()
+    with FileSystems.open(path) as f:
+        while data := f.read(1 << 20):
+            sha.update(data)
+    return sha.hexdigest()
+
+
+def _fingerprint(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def inputs_fingerprint(patterns: Sequence[str]) -> str:
+    """Names, sizes and modification times of every raw input file."""
+    listing = []
+    for path in expand_inputs(patterns):
+        meta = FileSystems.match([path])[0].metadata_list[0]
+        listing.append((path, meta.size_in_bytes, meta.last_updated_in_seconds))
+    return _fingerprint(listing)
+
+
+class BuildRecord:
+    """ROOT/build.json: what each finished stage was made from."""
+
+    def __init__(self, root: str) -> None:
+        self.path = join(root, BUILD_FILE)
+        self.stages: dict[str, dict[str, Any]] = {}
+        if FileSystems.exists(self.path):
+            data = read_json(self.path)
+            if isinstance(data, dict) and data.get("version") == BUILD_VERSION:
+                self.stages = dict(data.get("stages", {}))
+
+    def is_current(self, stage: str, settings: dict[str, Any], upstream: str, marker: str) -> bool:
+        entry = self.stages.get(stage)
+        if entry is None:
+            return False
+        return (
+            entry.get("settings") == _fingerprint(settings)
+            and entry.get("upstream") == upstream
+            and entry.get("marker") == _sha256(marker)
+        )
+
+    def forget(self, stage: str) -> None:
+        if self.stages.pop(stage, None) is not None:
+            self._save()
+
+    def finish(self, stage: str, settings: dict[str, Any], upstream: str, marker: str) -> None:
+        self.stages[stage] = {
+            "settings": _fingerprint(settings),
+            "upstream": upstream,
+            "marker": _sha256(marker),
+            "values": json.loads(json.dumps(settings, default=str)),
+        }
+        self._save()
+
+    def _save(self) -> None:
+        write_json(self.path, {"version": BUILD_VERSION, "stages": self.stages})
+
+
+def _shard_config(config: BuildConfig, paths: BuildPaths) -> ShardConfig:
+    return ShardConfig(
+        input=paths.docs,
+        tokenizer=paths.tokenizer,
+        output=paths.shards,
+        mode=config.mode,
+        max_seq_len=config.max_seq_len,
+        seed=config.seed,
+        sequences_per_shard=config.sequences_per_shard,
+        **config.shard,
+    )
+
+
+def _settings(obj: Any, *drop: str) -> dict[str, Any]:
+    return {k: v for k, v in asdict(obj).items() if k not in drop}
 
 
 def run_build(
@@ -44,35 +150,65 @@ def run_build(
     beam_argv: Sequence[str] = (),
     report: Callable[[str], None] = print,
 ) -> tuple[BuildPaths, Manifest]:
-    """Run every stage in order; `report` hears one line per finished stage."""
+    """Run every stage that is not current, in order; `report` hears one line per stage."""
     paths = BuildPaths.under(config.root)
-    stats = run_clean(
-        CleanConfig(inputs=config.inputs, output=paths.clean, **config.clean), beam_argv
-    )  # type: ignore[arg-type]
-    report(
-        f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
-        f"-> {paths.clean}"
+    record = BuildRecord(config.root)
+
+    def stage(name: str, settings: dict[str, Any], upstream: str, marker: str) -> bool:
+        """True if the stage must run (and its record has been dropped)."""
+        if not config.force and record.is_current(name, settings, upstream, marker):
+            report(f"{name}: up to date (same settings and input), skipped")
+            return False
+        record.forget(name)
+        return True
+
+    clean = CleanConfig(inputs=config.inputs, output=paths.clean, **config.clean)
+    clean_settings = _settings(clean, "output")
+    clean_marker = join(paths.clean, STATS_FILE)
+    raw = inputs_fingerprint(config.inputs)
+    if stage("clean", clean_settings, raw, clean_marker):
+        stats = run_clean(clean, beam_argv)
+        record.finish("clean", clean_settings, raw, clean_marker)
+        report(
+            f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
+            f"-> {paths.clean}"
+        )
+
+    dedup = DedupConfig(input=paths.clean, output=paths.docs, **config.dedup)
+    dedup_settings = _settings(dedup, "input", "output")
+    docs_marker = join(paths.docs, STATS_FILE)
+    upstream = _sha256(clean_marker) or ""
+    if stage("dedup", dedup_settings, upstream, docs_marker):
+        stats = run_dedup(dedup, beam_argv)
+        record.finish("dedup", dedup_settings, upstream, docs_marker)
+        report(f"dedup: {stats['duplicates']} exact duplicates removed -> {paths.docs}")
+
+    vocab = VocabRunConfig(
+        input=paths.docs,
+        output=paths.tokenizer,
+        vocab=config.vocab,
+        sample_docs=config.vocab_sample_docs,
     )
-    stats = run_dedup(DedupConfig(input=paths.clean, output=paths.docs), beam_argv)
-    report(f"dedup: {stats['duplicates']} exact duplicates removed -> {paths.docs}")
-    vocab = run_vocab(
-        VocabRunConfig(input=paths.docs, output=paths.tokenizer, vocab=config.vocab), beam_argv
-    )
-    report(f"vocab: {vocab['kind']}, {vocab['vocab_size']} tokens -> {paths.tokenizer}")
-    manifest = run_shard(
-        ShardConfig(
-            input=paths.docs,
-            tokenizer=paths.tokenizer,
-            output=paths.shards,
-            mode=config.mode,
-            max_seq_len=config.max_seq_len,
-            seed=config.seed,
-            sequences_per_shard=config.sequences_per_shard,
-        ),
-        beam_argv,
-    )
-    report(
-        f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "
-        f"{len(manifest.shards)} shards -> {paths.shards}"
-    )
+    vocab_settings = _settings(vocab, "input", "output")
+    tokenizer_marker = join(paths.tokenizer, TOKENIZER_FILE)
+    upstream = _sha256(docs_marker) or ""
+    if stage("vocab", vocab_settings, upstream, tokenizer_marker):
+        stats = run_vocab(vocab, beam_argv)
+        record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
+        report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
+
+    shard = _shard_config(config, paths)
+    shard_settings = _settings(shard, "input", "tokenizer", "output")
+    manifest_path = join(paths.shards, MANIFEST_FILE)
+    upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
+    if stage("shard", shard_settings, upstream, manifest_path):
+        manifest = run_shard(shard, beam_argv)
+        record.finish("shard", shard_settings, upstream, manifest_path)
+        report(
+            f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "
+            f"{len(manifest.shards)} shards -> {paths.shards}"
+        )
+    else:
+        with FileSystems.open(manifest_path) as f:
+            manifest = Manifest.from_json(f.read().decode("utf-8"), source=manifest_path)
     return paths, manifest

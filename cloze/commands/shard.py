@@ -12,6 +12,7 @@ every worker reads the same number of shards.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from corpus.pairs import SHORT_SEQ_PROB
 from corpus.sentences import DEFAULT_LANGUAGE
@@ -30,29 +31,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_shard_arguments(p)
 
 
-def add_shard_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags `cloze shard` and `cloze build` share."""
-    p.add_argument("--mode", choices=SHARD_MODES, default="full-sentences")
-    p.add_argument("--max-seq-len", type=int, default=128, help="tokens per sequence, specials in")
-    p.add_argument("--seed", type=int, default=12345, help="same seed, same shards")
-    p.add_argument("--block-size", type=int, default=512, help="sequences per tar sample")
-    p.add_argument("--num-shards", type=int, help="exact number of shards")
-    p.add_argument("--sequences-per-shard", type=int, default=8192)
-    p.add_argument(
+def add_shard_arguments(p: Any, with_defaults: bool = True) -> None:
+    """The flags `cloze shard` and `cloze build` share. `with_defaults=False` leaves every
+    default None (build tells a flag given from one not given, to let its TOML file fill
+    in), and says the default in the help instead."""
+
+    def add(flag: str, default: Any, help_: str, **kw: Any) -> None:
+        if with_defaults:
+            p.add_argument(flag, default=default, help=help_, **kw)
+        else:
+            shown = f" (default: {default})" if default is not None else ""
+            p.add_argument(flag, default=None, help=help_ + shown, **kw)
+
+    add("--mode", "full-sentences", "what a sequence is (docs/design.md)", choices=SHARD_MODES)
+    add("--max-seq-len", 128, "tokens per sequence, specials in", type=int)
+    add("--seed", 12345, "same seed, same shards", type=int)
+    add("--block-size", 512, "sequences per tar sample", type=int)
+    add("--num-shards", None, "exact number of shards", type=int)
+    add("--sequences-per-shard", 8192, "shard size when --num-shards is not given", type=int)
+    add(
         "--short-seq-prob",
+        SHORT_SEQ_PROB,
+        "pair modes: share of chunks given a random, shorter target length",
         type=float,
-        default=SHORT_SEQ_PROB,
-        help="pair modes: share of chunks given a random, shorter target length",
     )
-    p.add_argument(
-        "--language", default=DEFAULT_LANGUAGE, help="ISO 639 code for sentence splitting"
-    )
-    p.add_argument("--premask", choices=MASK_KINDS, help="write statically masked copies")
-    p.add_argument("--dupe-factor", type=int, default=1, help="masked copies per sequence")
-    p.add_argument(
+    add("--language", DEFAULT_LANGUAGE, "ISO 639 code for sentence splitting")
+    add("--premask", None, "write statically masked copies", choices=MASK_KINDS)
+    add("--dupe-factor", 1, "masked copies per sequence (needs --premask)", type=int)
+    add(
         "--max-predictions",
+        None,
+        "cap on masked positions per sequence (default: round(0.15 x max length))",
         type=int,
-        help="cap on masked positions per sequence (default: round(0.15 x max length))",
     )
 
 
