@@ -181,7 +181,7 @@ def run_build(
     if stage("dedup", dedup_settings, upstream, docs_marker):
         stats = run_dedup(dedup, beam_argv)
         record.finish("dedup", dedup_settings, upstream, docs_marker)
-        report(f"dedup: {stats['duplicates']} exact duplicates removed -> {paths.docs}")
+        report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
 
     vocab = VocabRunConfig(
         input=paths.docs,

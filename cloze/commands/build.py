@@ -55,6 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     dedup.add_argument(
         "--exact", action=argparse.BooleanOptionalAction, help="exact dedup (default: on)"
     )
+    dedup.add_argument(
+        "--near", action=argparse.BooleanOptionalAction, help="MinHash near-dedup (default: off)"
+    )
+    dedup.add_argument("--threshold", type=float, help="near-dedup Jaccard threshold (0.8)")
     vocab = p.add_argument_group("vocab")
     vocab.add_argument("--kind", choices=VOCAB_KINDS, help="vocabulary kind (default: wordpiece)")
     vocab.add_argument("--vocab-size", type=int, help="default: the paper's size for --kind")
@@ -111,7 +115,8 @@ def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]
     """Flags given > the TOML file > built-in defaults."""
     values = _shard_defaults()
     values.update(text_field="text", doc_sep="file", normalize="NFC", filters="length")
-    values.update(exact=True, kind="wordpiece", cased=False, force=False)
+    values.update(exact=True, near=False, threshold=0.8, kind="wordpiece", cased=False)
+    values.update(force=False)
     if args.config is not None:
         values.update(read_toml(args.config, parser_actions))
     values.update({k: v for k, v in vars(args).items() if v is not None and k != "config"})
@@ -136,7 +141,7 @@ def config_from(values: dict[str, Any]) -> BuildConfig:
             "normal_form": values["normalize"],
             "filters": [f for f in values["filters"].split(",") if f],
         },
-        dedup={"exact": values["exact"]},
+        dedup={"exact": values["exact"], "near": values["near"], "threshold": values["threshold"]},
         vocab=VocabConfig(
             kind=values["kind"], vocab_size=values.get("vocab_size"), cased=values["cased"]
         ),
