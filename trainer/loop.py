@@ -39,7 +39,7 @@ from trainer.data import ShardDataset
 from trainer.distributed import Dist, setup, teardown
 from trainer.metrics import METRICS_FILE, MetricsLog, Window, read_metrics, step_sums, summarize
 from trainer.models import build_model
-from trainer.objectives import check_objectives
+from trainer.objectives import check_objectives, objective_counts
 from trainer.optim import build_optimizer, build_scheduler
 
 CONFIG_FILE = "config.json"
@@ -225,6 +225,10 @@ class _Run:
         Returns the step's sums over all ranks (None if it was skipped) and the gradient norm.
         """
         config, d, state = self.config, self.d, self.state
+        weights: dict[str, float] = self.model.loss_weights  # type: ignore[assignment]
+        names = tuple(weights)
+        counts = torch.tensor([objective_counts(b, names) for b in micro], dtype=torch.float64)
+        totals = d.all_reduce_sum(counts.sum(0)).clamp(min=1).tolist()
         outputs = []
         for i, batch in enumerate(micro):
             last = i == len(micro) - 1
@@ -234,7 +238,13 @@ class _Run:
             with sync:
                 with self.autocast():
                     out = self.step_model(batch, seed=mix_seed(config.seed, state.step, i, d.rank))
-                (out["loss"] / len(micro)).backward()
+                # Each objective's mean over the whole global batch; DDP averages over ranks,
+                # so the world size is multiplied back in.
+                loss = sum(
+                    weights[o] * out[f"{o}_loss"] * out[f"{o}_count"] * (d.world_size / total)
+                    for o, total in zip(names, totals, strict=True)
+                )
+                loss.backward()  # type: ignore[union-attr]
             outputs.append(out)
         clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))

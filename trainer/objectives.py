@@ -156,6 +156,7 @@ class Pretraining(nn.Module):
             SentenceHead(config.hidden_size, SENTENCE_CLASSES[sentence[0]]) if sentence else None
         )
         self.sbo = SpanBoundaryHead(config, word) if "sbo" in objectives else None
+        self.loss_weights = {o: 1.0 for o in objectives}
         self.apply(partial(init_weights, std=config.initializer_range))
 
     def forward(self, batch: dict[str, torch.Tensor], seed: int = 0) -> Outputs:
@@ -179,6 +180,24 @@ class Pretraining(nn.Module):
             loss = loss + classification(out, "wso", self.mlm(h[shuffled]), wso[shuffled])
         out["loss"] = loss
         return out
+
+
+def objective_counts(batch: dict[str, torch.Tensor], objectives: tuple[str, ...]) -> list[int]:
+    """How many predictions each objective makes on `batch`, in `objectives` order.
+
+    The loop sums these over micro-batches and ranks before the backward passes, so that
+    every objective's loss is normalized by its count in the whole global batch: gradient
+    accumulation and DDP then give the gradient of one big batch.
+    """
+    predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+    counts = {
+        "mlm": predicted,
+        "sbo": predicted,
+        "rtd": int(batch["attention_mask"].sum()),
+        "wso": int((batch[WSO_LABELS] != IGNORE_INDEX).sum()) if WSO_LABELS in batch else 0,
+    }
+    sequences = int(batch["input_ids"].shape[0])
+    return [counts.get(o, sequences) for o in objectives]
 
 
 def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> None:

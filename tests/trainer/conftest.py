@@ -10,11 +10,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from corpus.shardio import iter_blocks, make_block, write_blocks, write_manifest
 from schemas.manifest import TOKENIZER_DIR, read_manifest
 
 CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_thread() -> None:
+    """The test models are tiny: one thread is faster than two, and on a shared machine two
+    spinning OpenMP threads per process are many times slower (measured 10x)."""
+    torch.set_num_threads(1)
 
 
 def make_pair_shards(source: Path, target: Path, mode: str, seed: int = 0) -> Path:

@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 from cloze.cli import main
 
 STEPS = 16
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def train_args(shards: Path, run: Path) -> list[str]:
@@ -55,8 +56,8 @@ def test_kill_and_resume_matches_uninterrupted(shards_dir, tmp_path) -> None:
     broken = tmp_path / "broken"
     proc = subprocess.Popen(
         [sys.executable, "-m", "cloze", *train_args(shards_dir, broken)],
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
     )
     deadline = time.time() + 120
     while not (broken / "step-0000008" / "COMMITTED").exists():

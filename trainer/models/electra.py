@@ -50,6 +50,7 @@ class ElectraPretraining(nn.Module):
         self.generator = Encoder(gen, embeddings=self.discriminator.embeddings)
         self.mlm = MLMHead(gen, self.discriminator.embeddings.word, hidden=gen.hidden_size)
         self.rtd = RTDHead(config.hidden_size)
+        self.loss_weights = {"mlm": 1.0, "rtd": config.rtd_weight}
         self.apply(partial(init_weights, std=config.initializer_range))
 
     def forward(self, batch: dict[str, torch.Tensor], seed: int = 0) -> Outputs:
