@@ -1,0 +1,81 @@
+"""It learns: bert-tiny on the standard library's docstrings predicts held-out masked tokens
+far better than always guessing the most frequent token. Held-out documents are never
+trained on: every tenth docstring goes to its own shard set, encoded with the same
+vocabulary (the session's WordPiece tokenizer), packed and written with the real shard writer.
+"""
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpus.demo_corpus import iter_docstrings
+from corpus.shardio import make_block, write_blocks, write_manifest
+from corpus.vocab import load_tokenizer
+from schemas.manifest import TOKENIZER_DIR, read_manifest
+from trainer.config import override, preset
+from trainer.data import ShardDataset
+from trainer.loop import train
+
+DOCS = 3000
+LENGTH = 128
+STEPS = 400
+
+
+def write_shards(docs: list[str], source: Path, target: Path) -> Path:
+    """Docstrings packed into [CLS] ... [SEP] sequences of up to LENGTH tokens."""
+    manifest = read_manifest(source)
+    tok = load_tokenizer(source / TOKENIZER_DIR).tokenizer
+    cls, sep = manifest.special_tokens["cls"], manifest.special_tokens["sep"]
+    stream = [i for enc in tok.encode_batch(docs, add_special_tokens=False) for i in enc.ids]
+    body = LENGTH - 2
+    seqs = [np.array([cls, *stream[i : i + body], sep]) for i in range(0, len(stream) - body, body)]
+    np.random.default_rng(0).shuffle(seqs)
+    target.mkdir()
+    blocks = [make_block(seqs[i : i + 512], manifest.token_dtype) for i in range(0, len(seqs), 512)]
+    info = write_blocks(target, 0, manifest.token_dtype, blocks)
+    write_manifest(target, replace(manifest, max_seq_len=LENGTH, shards=(info,)))
+    return target
+
+
+def frequency_baseline(shards: Path, batches: int, batch_size: int) -> float:
+    """Accuracy of always predicting the most frequent masked token of the held-out batches."""
+    counts: Counter[int] = Counter()
+    for i, batch in enumerate(ShardDataset(shards, batch_size=batch_size, seed=0).loader()):
+        if i >= batches:
+            break
+        labels = batch["labels"]
+        counts.update(labels[labels != -100].tolist())
+    return counts.most_common(1)[0][1] / sum(counts.values())
+
+
+@pytest.mark.slow
+def test_bert_tiny_beats_the_frequency_baseline_on_held_out_docstrings(
+    shards_dir, tmp_path
+) -> None:
+    docs = [d["text"] for _, d in zip(range(DOCS), iter_docstrings(), strict=False)]
+    train_set = write_shards([d for i, d in enumerate(docs) if i % 10], shards_dir, tmp_path / "t")
+    held = write_shards([d for i, d in enumerate(docs) if not i % 10], shards_dir, tmp_path / "h")
+
+    config = override(preset("bert-tiny"), "optim", lr=3e-3, warmup_steps=STEPS // 10)
+    config = override(
+        config,
+        "",
+        max_steps=STEPS,
+        batch_size=32,
+        save_every=STEPS,
+        log_every=50,
+        eval_data=str(held),
+        eval_batches=20,
+        tensorboard=False,
+    )
+    summary = train(config, train_set, tmp_path / "run", progress=False)
+    assert summary.eval is not None
+    accuracy = summary.eval["eval_mlm_accuracy"]
+    baseline = frequency_baseline(held, 20, 32)
+    print(f"held-out MLM accuracy {accuracy:.3f}, frequency baseline {baseline:.3f}")
+    assert baseline < 0.15
+    # Measured: about 0.15 against a baseline of about 0.06 (one run, seed 0).
+    assert accuracy > 2 * baseline, (accuracy, baseline)
