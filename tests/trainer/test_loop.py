@@ -121,3 +121,15 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) ->
     config = tiny_config(optim={"lr": 1e30, "warmup_steps": 0, "grad_clip": 0.0}, max_steps=20)
     with pytest.raises(ClozeError, match="not finite for 5 steps in a row at step 1"):
         train(config, shards_dir, tmp_path / "run", progress=False)
+
+
+def test_tensorboard_gets_the_logged_scalars(shards_dir, tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = replace(tiny_config(max_steps=4), tensorboard=True)
+    train(config, shards_dir, tmp_path / "run", progress=False)
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    steps = [e.step for e in events.Scalars("mlm_loss")]
+    assert steps == [2, 4]
+    assert {"loss", "lr", "tokens_per_s", "mlm_accuracy"} <= set(events.Tags()["scalars"])
