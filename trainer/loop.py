@@ -73,6 +73,7 @@ class TrainSummary:
     checkpoint: Path | None
     history: list[dict[str, Any]] = field(default_factory=list)
     eval: dict[str, float] | None = None
+    rank: int = 0  # under torchrun every rank returns a summary; rank 0's is the one to show
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ class _Run:
             checkpoint=last_checkpoint,
             history=history,
             eval=last_eval,
+            rank=d.rank,
         )
 
     def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:
@@ -300,7 +302,9 @@ class _Run:
                 f"{phase.data}: {phase.manifest.sequences} sequences do not fill one batch of "
                 f"{phase.batch_size} per rank"
             )
-        return dataset.loader(num_workers=self.config.num_workers)
+        return dataset.loader(
+            num_workers=self.config.num_workers, pin_memory=self.d.device.type == "cuda"
+        )
 
     def _resume(self) -> tuple[int | None, dict[str, Any] | None]:
         steps = committed_steps(self.run)
@@ -362,17 +366,16 @@ def _phase_at(phases: list[Phase], step: int) -> int:
 def _dataset(
     config: TrainConfig, data: Path, batch_size: int, d: Dist, first: Manifest
 ) -> ShardDataset:
-    kwargs: dict[str, Any] = {}
-    if d.active:
-        kwargs.update(rank=d.rank, world_size=d.world_size)
     return ShardDataset(
         data,
         batch_size=batch_size,
         seed=config.seed,
         masking=config.masking,
+        rank=d.rank,
+        world_size=d.world_size,
         shuffle_buffer=config.shuffle_buffer,
         tokenizer_sha256=first.tokenizer_sha256,
-        **kwargs,
+        objectives=config.objectives,
     )
 
 

@@ -6,7 +6,8 @@ Objectives (`TrainConfig.objectives`):
 - `nsp` / `sop` / `sso`: a classifier on the pooled `[CLS]` vector (2, 2 and 3 classes:
   BERT's next sentence, ALBERT's sentence order, StructBERT's next/previous/random).
 - `sbo`: SpanBERT's span boundary objective: every token of a masked span is predicted from
-  the two tokens just outside the span and its position inside it.
+  the two tokens just outside the span and its position inside it (the loader's
+  `sbo_left_positions`, `sbo_right_positions`, `sbo_offsets`).
 - `wso`: StructBERT's word structural objective: the loader shuffles trigrams and the MLM
   head predicts the original token at each shuffled position (`wso_labels`).
 - `rtd`: ELECTRA's replaced token detection (in `trainer/models/electra.py`).
@@ -36,6 +37,7 @@ SENTENCE_LABEL_KEYS = {
     "sso": "sentence_order_label",
 }
 WSO_LABELS = "wso_labels"
+SBO_LEFT, SBO_RIGHT, SBO_OFFSETS = "sbo_left_positions", "sbo_right_positions", "sbo_offsets"
 
 Outputs = dict[str, torch.Tensor]
 
@@ -87,10 +89,23 @@ class SpanBoundaryHead(nn.Module):
         )
         self.out = MLMHead(config, word)
 
-    def forward(self, h: torch.Tensor, predict: torch.Tensor) -> torch.Tensor:
-        left, right = span_boundaries(predict)  # [B, L] each
+    def forward(
+        self, h: torch.Tensor, predict: torch.Tensor, batch: dict[str, torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """Logits [N, V] for the predicted positions, in row-major order.
+
+        Span boundaries and offsets come from the loader's `sbo_left_positions`,
+        `sbo_right_positions` and `sbo_offsets` (spans of one masking unit); without them,
+        a span is a maximal run of predicted positions.
+        """
         rows = torch.nonzero(predict, as_tuple=True)  # N predicted positions
-        inside = (rows[1] - left[rows] - 1).clamp(max=self.position.num_embeddings - 1)  # [N]
+        if batch is not None and SBO_LEFT in batch:
+            left, right = batch[SBO_LEFT], batch[SBO_RIGHT]  # [B, L] each
+            offset = batch[SBO_OFFSETS][rows]  # [N]
+        else:
+            left, right = span_boundaries(predict)
+            offset = rows[1] - left[rows] - 1
+        inside = offset.clamp(max=self.position.num_embeddings - 1)  # [N]
         x = torch.cat(
             [h[rows[0], left[rows]], h[rows[0], right[rows]], self.position(inside)], dim=-1
         )  # [N, 3H]
@@ -173,7 +188,8 @@ class Pretraining(nn.Module):
             logits = self.sentence(h)  # [B, C]
             loss = loss + classification(out, self.sentence_objective, logits, batch[key])
         if self.sbo is not None:
-            loss = loss + classification(out, "sbo", self.sbo(h, predict), labels[predict])
+            logits = self.sbo(h, predict, batch)
+            loss = loss + classification(out, "sbo", logits, labels[predict])
         if "wso" in self.objectives:
             wso = batch[WSO_LABELS]
             shuffled = wso != IGNORE_INDEX  # [B, L]

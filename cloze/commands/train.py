@@ -109,8 +109,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         resume=args.resume,
         progress=not args.no_progress,
     )
-    if summary.first_mlm_loss is None or summary.last_mlm_loss is None:
-        return 0  # not rank 0, or nothing left to train
+    if summary.rank != 0 or summary.first_mlm_loss is None or summary.last_mlm_loss is None:
+        return 0  # another rank reports, or there was nothing left to train
     line = (
         f"trained {summary.steps} steps in {summary.seconds:.1f}s: MLM loss "
         f"{summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}"

@@ -13,7 +13,8 @@ from safetensors.torch import load_file
 from schemas.errors import ClozeError
 from schemas.masking import MaskingSettings
 from trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
-from trainer.loop import train
+from trainer.distributed import Dist
+from trainer.loop import _Run, train
 
 TIMING = ("tokens_per_s", "sequences_per_s")
 
@@ -99,19 +100,41 @@ def test_resuming_from_a_checkpoint_is_bit_identical(
         assert all(0 <= r["eval_rtd_accuracy"] <= 1 for r in evaluated)
 
 
+def concat(batches: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """One batch holding the given batches' rows, padded to the longest."""
+    length = max(b["input_ids"].shape[1] for b in batches)
+    fill = {"labels": -100}
+    out = {}
+    for key in batches[0]:
+        parts = []
+        for b in batches:
+            t = b[key]
+            if t.ndim == 2:
+                t = torch.nn.functional.pad(t, (0, length - t.shape[1]), value=fill.get(key, 0))
+            parts.append(t)
+        out[key] = torch.cat(parts)
+    return out
+
+
 def test_accumulation_gives_the_gradient_of_one_big_batch(nsp_shards, tmp_path) -> None:
-    # Consecutive micro-batches of 4 are the big batch of 8 cut in two (the example order does
-    # not depend on the batch size); every objective is normalized by its count over the step.
+    # Every objective is normalized by its count over the whole step, so two micro-batches
+    # of 4 give the update of the one batch of 8 that holds them.
     common = dict(
         model={"dropout": 0.0, "attention_dropout": 0.0},
         objectives=("mlm", "nsp", "sbo"),
         masking=MaskingSettings(kind="span"),
         max_steps=4,
     )
-    train(tiny_config(**common), nsp_shards, tmp_path / "big", progress=False)
-    config = tiny_config(**common, batch_size=4, grad_accum=2)
-    train(config, nsp_shards, tmp_path / "accum", progress=False)
-    a, b = weights(tmp_path / "big", 4), weights(tmp_path / "accum", 4)
+    accum = _Run(
+        tiny_config(**common, batch_size=4, grad_accum=2), nsp_shards, tmp_path / "a", Dist()
+    )
+    big = _Run(tiny_config(**common), nsp_shards, tmp_path / "b", Dist())
+    loader = iter(accum._loader(0))
+    for _ in range(3):
+        micro = [next(loader), next(loader)]
+        accum._step(micro)
+        big._step([concat(micro)])
+    a, b = accum.model.state_dict(), big.model.state_dict()
     for name in a:
         assert torch.allclose(a[name], b[name], atol=2e-6, rtol=1e-5), name
 

@@ -1,0 +1,94 @@
+"""`torchrun --nproc-per-node 2 -m cloze train` on the CPU (gloo): both ranks take every step,
+rank 0 alone writes, and the result is the single-process result for the same global batch
+(the two ranks' batches as two micro-batches of one step)."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from schemas.manifest import read_manifest
+from trainer.config import load_config_file, preset
+from trainer.distributed import Dist
+from trainer.loop import _dataset, _Run
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 6
+SETTINGS = """
+batch_size = 4
+max_steps = 6
+save_every = 3
+log_every = 1
+shuffle_buffer = 64
+tensorboard = false
+objectives = ["mlm", "nsp"]
+[model]
+hidden_size = 32
+num_layers = 2
+num_heads = 2
+intermediate_size = 64
+dropout = 0.0
+attention_dropout = 0.0
+[optim]
+lr = 1e-3
+warmup_steps = 2
+"""
+
+
+def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards, tmp_path) -> None:
+    config_file = tmp_path / "ddp.toml"
+    config_file.write_text(SETTINGS, encoding="utf-8")
+    run = tmp_path / "run"
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "cloze",
+        "train",
+        "--data",
+        str(nsp_shards),
+        "--output",
+        str(run),
+        "--config",
+        str(config_file),
+        "--no-progress",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("trained 6 steps") == 1  # rank 0 alone reports
+
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(1, STEPS + 1))  # written once, by rank 0
+    state = json.loads((run / f"step-{STEPS:07d}" / "state.json").read_text())
+    # Every rank's loader position and RNG states (dropout differs per rank) are kept.
+    assert len(state["ranks"]) == 2 and all(r["loader"]["batches"] == 6 for r in state["ranks"])
+    assert state["ranks"][0]["rng"]["torch"] != state["ranks"][1]["rng"]["torch"]
+
+    # One process, the same global batch: rank r's batch is micro-batch r of each step.
+    config = replace(load_config_file(config_file, preset("bert-tiny")), grad_accum=2)
+    reference = _Run(config, nsp_shards, tmp_path / "one", Dist())
+    manifest = read_manifest(nsp_shards)
+    loaders = [
+        iter(_dataset(config, nsp_shards, 4, Dist(rank=r, world_size=2), manifest).loader())
+        for r in range(2)
+    ]
+    losses = []
+    for _ in range(STEPS):
+        sums, _ = reference._step([next(loader) for loader in loaders])
+        losses.append(sums["loss"] / 2)
+    ddp = load_file(run / f"step-{STEPS:07d}" / "model.safetensors")
+    ours = reference.model.state_dict()
+    for name, tensor in ddp.items():
+        assert torch.allclose(tensor, ours[name], atol=1e-5, rtol=1e-4), name
+    for record, loss in zip(records, losses, strict=True):
+        assert abs(record["loss"] - loss) <= 1e-5 * loss
