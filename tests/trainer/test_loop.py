@@ -129,6 +129,11 @@ def test_accumulation_gives_the_gradient_of_one_big_batch(nsp_shards, tmp_path) 
         tiny_config(**common, batch_size=4, grad_accum=2), nsp_shards, tmp_path / "a", Dist()
     )
     big = _Run(tiny_config(**common), nsp_shards, tmp_path / "b", Dist())
+    # Plain SGD: Adam divides by the root of tiny second moments, which turns the float
+    # rounding of differently ordered sums into visible differences; SGD shows the gradient.
+    for run in (accum, big):
+        run.optimizer = torch.optim.SGD(run.model.parameters(), lr=0.5)
+        run.scheduler = torch.optim.lr_scheduler.ConstantLR(run.optimizer, factor=1.0)
     loader = iter(accum._loader(0))
     for _ in range(3):
         micro = [next(loader), next(loader)]
@@ -136,7 +141,7 @@ def test_accumulation_gives_the_gradient_of_one_big_batch(nsp_shards, tmp_path) 
         big._step([concat(micro)])
     a, b = accum.model.state_dict(), big.model.state_dict()
     for name in a:
-        assert torch.allclose(a[name], b[name], atol=2e-6, rtol=1e-5), name
+        assert torch.allclose(a[name], b[name], atol=1e-6, rtol=1e-5), name
 
 
 def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) -> None:
