@@ -58,8 +58,8 @@ def read_shard(
 
     Returns (state, stats, problems): state is "verified" (checksum and every block
     good), "decoded" (every block good, checksum not checked) or what went wrong first:
-    "missing", "wrong size", "checksum mismatch", "undecodable", "inconsistent", "wrong
-    count". `problems` says what, naming the block or byte where it can.
+    "missing", "wrong size", "unreadable", "checksum mismatch", "undecodable",
+    "inconsistent", "wrong count". `problems` says what, naming the block or byte where it can.
     """
     stats = new_block_stats(manifest)
     if not path.is_file():
@@ -67,6 +67,21 @@ def read_shard(
     size = path.stat().st_size
     if size != info.bytes:
         return "wrong size", stats, [f"size {size} bytes, manifest says {info.bytes}"]
+    try:
+        return _read_stats(path, info, manifest, verify, stats, progress)
+    except OSError as err:  # unreadable: permissions, an I/O error
+        return "unreadable", stats, [f"cannot be read ({err.strerror or err})"]
+
+
+def _read_stats(
+    path: Path,
+    info: ShardInfo,
+    manifest: Manifest,
+    verify: bool,
+    stats: BlockStats,
+    progress: Progress | None,
+) -> tuple[str, BlockStats, list[str]]:
+    size = info.bytes
     problems: list[str] = []
     state = ""
     # Hashing reads through ReadAhead, which hashes on a second thread; without it a

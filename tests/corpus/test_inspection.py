@@ -219,6 +219,18 @@ def test_every_kind_of_damage_is_named(sets, tmp_path) -> None:
     assert set(quick) == set(names[1:])
 
 
+def test_unreadable_shard_is_named(sets, tmp_path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads a chmod-000 file anyway")
+    directory, names = damaged_copy(sets["packed"], tmp_path / "d")
+    (directory / names[0]).chmod(0)
+    s = shard_summary(directory, verify=True)
+    assert s["per_shard"][0]["state"] == "unreadable"
+    assert problems_by_shard(s)[names[0]][0].startswith("cannot be read")
+
+
 def test_truncation_the_manifest_agrees_with_is_still_caught(sets, tmp_path) -> None:
     """A shard cut at a member boundary with its manifest entry edited to match the new
     size: the tar still parses, so only the checksum or the counts can tell."""
