@@ -25,7 +25,9 @@ How positions are chosen (all kinds):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
+import numpy as np
 import torch
 
 from schemas.masking import MaskingSettings
@@ -39,17 +41,22 @@ _STREAM_CROSS = 2
 _STREAM_ACTION = 3
 _STREAM_RANDOM_TOKEN = 4
 _STREAM_GROUP_LEN = 5
+_STREAMS = (_STREAM_SELECT, _STREAM_CROSS, _STREAM_ACTION, _STREAM_RANDOM_TOKEN, _STREAM_GROUP_LEN)
+_GOLDEN = 0x9E3779B9
 # First-fit passes after a hard cap blocks the crossing unit; more change nothing measurable.
 _FILL_PASSES = 3
 
 
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """(x * c) mod 2**32 for 32-bit x held in int64, without signed overflow."""
-    lo, hi = c & 0xFFFF, c >> 16
-    return (x * lo + (((x * hi) & 0xFFFF) << 16)) & _M32
+_Ints = TypeVar("_Ints", torch.Tensor, np.ndarray)  # int64 either way
 
 
-def _mix32(x: torch.Tensor) -> torch.Tensor:
+def _mul32(x: _Ints, c: int) -> _Ints:
+    """(x * c) mod 2**32 for 32-bit x held in int64, without signed overflow: c - 2**32 is
+    the same multiplier mod 2**32 and fits 31 bits, so |x * c| < 2**63."""
+    return (x * (c - (1 << 32) if c >= 1 << 31 else c)) & _M32
+
+
+def _mix32(x: _Ints) -> _Ints:
     """Chris Wellons' lowbias32 integer hash: good avalanche, cheap, exact on any device."""
     x = x ^ (x >> 16)
     x = _mul32(x, 0x7FEB352D)
@@ -60,24 +67,43 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
 
 def sequence_keys(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
     """A 32-bit key per sequence from (seed, epoch, global sequence index). [B] int64."""
-    idx = indices.to(torch.int64)
-    h = torch.full_like(idx, _mix32(torch.tensor((seed & _M32) ^ 0x5BD1E995)).item())
-    h = _mix32(h ^ ((seed >> 32) & _M32))
+    return torch.from_numpy(sequence_keys_array(seed, epoch, indices.cpu().numpy())).to(
+        indices.device
+    )
+
+
+def sequence_keys_array(seed: int, epoch: int, indices: np.ndarray) -> np.ndarray:
+    """`sequence_keys` on a numpy array (what the loader uses: small arrays are faster here)."""
+    idx = indices.astype(np.int64)
+    start = int(_mix32(np.array([(seed & _M32) ^ 0x5BD1E995], dtype=np.int64))[0])
+    h = _mix32(np.full_like(idx, start) ^ ((seed >> 32) & _M32))
     h = _mix32(h ^ (epoch & _M32))
     h = _mix32(h ^ (idx & _M32))
     return _mix32(h ^ ((idx >> 32) & _M32))
 
 
-def _hash(keys: torch.Tensor, counters: torch.Tensor, stream: int) -> torch.Tensor:
-    """32-bit hash of (key, counter, stream); keys [B], counters [B, N] -> [B, N] int64.
+def _stream_keys(keys: torch.Tensor, streams: tuple[int, ...]) -> torch.Tensor:
+    """[B, S]: one 32-bit key per (sequence, stream), itself a uniform random number."""
+    cache_key = (streams, keys.device)
+    salts = _SALTS.get(cache_key)
+    if salts is None:
+        salts = torch.tensor([(s * _GOLDEN) & _M32 for s in streams], device=keys.device)
+        _SALTS[cache_key] = salts
+    return _mix32(keys[:, None] ^ salts)
 
-    With 1-D keys and counters of the same length it hashes elementwise pairs instead, which
-    gives the same value for the same (key, counter) as the batched form.
-    """
-    k = _mix32(keys ^ _mul32(torch.full_like(keys, stream), 0x9E3779B9))
-    if counters.dim() == 2:
-        k = k[:, None]
-    return _mix32(_mix32(k ^ counters) ^ 0x632BE5AB)
+
+_SALTS: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}
+
+
+def _row_bits(stream_keys: torch.Tensor, length: int) -> torch.Tensor:
+    """[B, length] 32 random bits per (stream key, position); stream_keys [B]."""
+    positions = torch.arange(length, device=stream_keys.device)
+    return _mix32(stream_keys[:, None] ^ positions)
+
+
+def _pair_bits(stream_keys: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
+    """[M] bits for M (stream key, counter) pairs: the same value `_row_bits` gives them."""
+    return _mix32(stream_keys ^ counters)
 
 
 def random_bits(keys: torch.Tensor, length: int, stream: int) -> torch.Tensor:
@@ -86,8 +112,7 @@ def random_bits(keys: torch.Tensor, length: int, stream: int) -> torch.Tensor:
     Position i's value does not depend on `length`, so padding never changes it. Streams
     1..99 are used here; other modules (the trainer's word-structure shuffle) use 100 and up.
     """
-    counters = torch.arange(length, device=keys.device).expand(keys.shape[0], length)
-    return _hash(keys, counters, stream)
+    return _row_bits(_stream_keys(keys, (stream,))[:, 0], length)
 
 
 def to_unit_interval(bits: torch.Tensor) -> torch.Tensor:
@@ -161,7 +186,7 @@ def _group_lengths_cdf(settings: MaskingSettings) -> torch.Tensor | None:
 def _unit_ids(
     ids: torch.Tensor,
     maskable: torch.Tensor,
-    keys: torch.Tensor,
+    group_keys: torch.Tensor,
     tables: MaskTables,
     settings: MaskingSettings,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,7 +194,7 @@ def _unit_ids(
     b, length = ids.shape
     positions = torch.arange(length, device=ids.device).expand(b, length)
     if settings.kind == "token":
-        return positions.clone(), positions
+        return positions, positions
     # A word starts at a word-start piece and right after a non-maskable position; special
     # tokens and padding belong to no word (they take the number of the word before them,
     # but are never maskable, so they never count toward a unit).
@@ -183,7 +208,7 @@ def _unit_ids(
     # Partition the words into consecutive groups of random length: group g spans words
     # [ends[g-1], ends[g]).
     # (Counting comparisons instead of searchsorted is the same inverse CDF, and faster.)
-    u = to_unit_interval(random_bits(keys, length, _STREAM_GROUP_LEN))  # [B, L]
+    u = to_unit_interval(_row_bits(group_keys, length))  # [B, L]
     below = (u[:, :, None] >= cdf.to(ids.device)[:-1]).sum(2)  # [B, L] cdf steps below u
     ends = torch.cumsum(below + 1, 1)  # [B, L], ends[:, g] = first word after group g
     # Group of word w = number of group ends <= w: mark every end and count along the row.
@@ -230,45 +255,28 @@ def _cut_crossing(
     return inside & (torch.gather(word_end, 1, words) <= remaining[:, None])
 
 
-def mask_tokens(
-    ids: torch.Tensor,
-    attention: torch.Tensor,
-    keys: torch.Tensor,
-    tables: MaskTables,
+def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
+    """[B, L] bool: the budget[b] smallest keys of each row of `packed` (keys unique)."""
+    most = int(budget.max())
+    if most == 0:
+        return torch.zeros_like(packed, dtype=torch.bool)
+    smallest = torch.topk(packed, most, dim=1, largest=False).values  # [B, most] ascending
+    limit = torch.gather(smallest, 1, torch.clamp(budget - 1, min=0)[:, None])  # [B, 1]
+    return (packed <= limit) & (budget[:, None] > 0)
+
+
+def _choose_units(
+    packed: torch.Tensor,
+    unit_len: torch.Tensor,
+    units: torch.Tensor,
+    words: torch.Tensor,
+    maskable: torch.Tensor,
+    budget: torch.Tensor,
+    stream: torch.Tensor,
     settings: MaskingSettings,
-) -> MaskResult:
-    """Mask a padded batch.
-
-    ids: [B, L] token ids; attention: [B, L] bool, True on real tokens; keys: [B] from
-    `sequence_keys`. Tables must be on the same device as `ids`. Returns a `MaskResult`;
-    never chooses a special or padding position, never draws a special token as a random
-    replacement, never predicts more than `settings.max_predictions` positions.
-    """
-    ids = ids.to(torch.int64)
-    b, length = ids.shape
-    maskable = attention.bool() & ~_lookup(tables.special, ids)  # [B, L]
-    units, words = _unit_ids(ids, maskable, keys, tables, settings)  # [B, L], ids are < L
-
-    unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
-    unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] maskable tokens per unit
-
-    n_maskable = maskable.sum(1)  # [B]
-    budget = torch.clamp(torch.round(n_maskable.to(torch.float32) * settings.prob), min=1)
-    budget = torch.where(n_maskable > 0, budget.to(torch.int64), torch.zeros_like(n_maskable))
-    cap = settings.max_predictions
-    if cap is not None:
-        budget = torch.clamp(budget, max=cap)
-    cut: torch.Tensor | None = None
-
-    # Visit units in random order: by a 24-bit score, ties by unit index, empty units last.
-    # Packing (row, score, unit) into one int64 makes every key unique, so one flat unstable
-    # sort gives that order, about twice as fast as a stable sort per row.
-    score = random_bits(keys, length, _STREAM_SELECT) >> 8  # [B, U]
-    score = score.masked_fill(unit_len == 0, 1 << 24)
-    unit_index = torch.arange(length, device=ids.device)
-    row = torch.arange(b, device=ids.device)[:, None]
-    packed = (row << 45) | (score << 20) | unit_index  # [B, U]
-    order = (torch.sort(packed.view(-1)).values & 0xFFFFF).view(b, length)  # visiting order
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """([B, L] positions of the units taken, [B, L] positions of a cut span or None)."""
+    order = torch.sort(packed, dim=1).values & 0xFFFFF  # [B, U] units in visiting order
     sorted_len = torch.gather(unit_len, 1, order)  # [B, U]
     after = torch.cumsum(sorted_len, 1)  # tokens taken once this unit is in
     before = after - sorted_len
@@ -278,8 +286,10 @@ def mask_tokens(
     # The one unit per row that would cross the budget: taken with probability
     # (budget left / its length), so the expected count is the budget.
     crossing = live & (before < want) & (after > want)  # [B, U]
-    u_cross = to_unit_interval(_hash(keys, torch.zeros_like(keys)[:, None], _STREAM_CROSS))
+    u_cross = to_unit_interval(stream[:, 1:2])  # [B, 1]
     lucky = crossing & (u_cross * sorted_len.to(torch.float32) < (want - before).float())
+    cap = settings.max_predictions
+    cut = None
     if cap is None:
         take = take | lucky
     else:
@@ -296,19 +306,66 @@ def mask_tokens(
             candidate = live & (before >= want) & ~crossing & blocked[:, None]
             take = _fill_under_cap(take, candidate, sorted_len, remaining)
     unit_taken = torch.zeros_like(take).scatter_(1, order, take)  # [B, U]
-    masked = torch.gather(unit_taken, 1, units) & maskable  # [B, L]
-    if cut is not None:
-        masked |= cut
+    return torch.gather(unit_taken, 1, units) & maskable, cut
+
+
+def mask_tokens(
+    ids: torch.Tensor,
+    attention: torch.Tensor,
+    keys: torch.Tensor,
+    tables: MaskTables,
+    settings: MaskingSettings,
+) -> MaskResult:
+    """Mask a padded batch.
+
+    ids: [B, L] token ids; attention: [B, L] bool, True on real tokens; keys: [B] from
+    `sequence_keys`. Tables must be on the same device as `ids`. Returns a `MaskResult`;
+    never chooses a special or padding position, never draws a special token as a random
+    replacement, never predicts more than `settings.max_predictions` positions.
+    """
+    ids = ids.to(torch.int64)
+    b, length = ids.shape
+    stream = _stream_keys(keys, _STREAMS)  # [B, 5]
+    maskable = attention.bool() & ~_lookup(tables.special, ids)  # [B, L]
+    units, words = _unit_ids(ids, maskable, stream[:, 4], tables, settings)  # [B, L], < L
+    tokens = settings.kind == "token"  # units are positions: no scatter or gather needed
+
+    if tokens:
+        unit_len = maskable.to(torch.int64)  # [B, U]
+    else:
+        unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
+        unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] tokens per unit
+
+    n_maskable = maskable.sum(1)  # [B]
+    budget = torch.clamp(torch.round(n_maskable.to(torch.float32) * settings.prob), min=1)
+    budget = torch.where(n_maskable > 0, budget.to(torch.int64), 0)
+    if settings.max_predictions is not None:
+        budget = torch.clamp(budget, max=settings.max_predictions)
+
+    # Visit units in random order: by a 24-bit score, ties by unit index, empty units last.
+    # Packing (score, unit) into one int64 makes every key of a row unique, so an unstable
+    # sort (much faster than a stable one) gives that order.
+    score = _row_bits(stream[:, 0], length) >> 8  # [B, U]
+    score = score.masked_fill(unit_len == 0, 1 << 24)
+    packed = (score << 20) | torch.arange(length, device=ids.device)  # [B, U]
+    if tokens:
+        # Every unit is one token: the first `budget` units in visiting order are the
+        # `budget` smallest keys, and no unit crosses the budget. topk beats a full sort.
+        masked = _smallest(packed, budget) & maskable  # [B, L]
+    else:
+        masked, cut = _choose_units(
+            packed, unit_len, units, words, maskable, budget, stream, settings
+        )
+        masked = masked if cut is None else masked | cut
 
     # 80/10/10, per token or (span) per unit, drawn only where a position is predicted.
     rows, cols = masked.nonzero(as_tuple=True)  # [M]
-    row_keys = keys[rows]
     counter = units[rows, cols] if settings.kind == "span" else cols
-    r = to_unit_interval(_hash(row_keys, counter, _STREAM_ACTION))  # [M]
+    r = to_unit_interval(_pair_bits(stream[rows, 2], counter))  # [M]
     to_mask = r < settings.mask_ratio
     to_random = ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
     # A uniform index into the pool by multiply-shift (no modulo bias, no division).
-    pick = (_hash(row_keys, cols, _STREAM_RANDOM_TOKEN) * tables.random_pool.numel()) >> 32
+    pick = (_pair_bits(stream[rows, 3], cols) * tables.random_pool.numel()) >> 32
     original = ids[rows, cols]
     replaced = torch.where(to_random, tables.random_pool[pick], original)
     out = ids.clone()

@@ -185,21 +185,27 @@ class ShardReader:
             self._file = open_url(url)
         except OSError as err:
             raise ShardFormatError(spec.name, "open", str(err)) from None
-        seekable = is_local(url) or bool(getattr(self._file, "seekable", lambda: False)())
+        self._seekable = is_local(url) or bool(getattr(self._file, "seekable", lambda: False)())
+        # Where blocks start, learned by earlier readers of the same shard in this process,
+        # so a reader that starts deep in a shard seeks instead of scanning the headers.
+        self._index = _BLOCK_STARTS.setdefault((url, spec.sha256), {})
+        self._wanted = ""
+        self._open_tar(0, 0)
+
+    def _open_tar(self, block: int, offset: int) -> None:
         try:
-            self._tar = (
-                tarfile.open(fileobj=self._file, mode="r:")  # noqa: SIM115 - see close()
-                if seekable
-                else tarfile.open(fileobj=self._file, mode="r|")  # noqa: SIM115
-            )
+            if self._seekable:
+                self._file.seek(offset)
+                self._tar = tarfile.open(fileobj=self._file, mode="r:")  # noqa: SIM115
+            else:
+                self._tar = tarfile.open(fileobj=self._file, mode="r|")  # noqa: SIM115
         except (tarfile.TarError, OSError) as err:
             with contextlib.suppress(OSError):
                 self._file.close()
             problem = "read failed" if isinstance(err, OSError) else "not a valid tar"
-            raise ShardFormatError(spec.name, "byte 0", f"{problem} ({err})") from None
-        self._wanted = ""
-        self._groups = iter_groups(self._tar, spec.name, self._want)
-        self.next_block = 0
+            raise ShardFormatError(self.spec.name, f"byte {offset}", f"{problem} ({err})") from None
+        self._groups = iter_groups(self._tar, self.spec.name, self._want)
+        self.next_block = block
 
     def _want(self, key: str) -> bool:
         return key == self._wanted
@@ -209,6 +215,8 @@ class ShardReader:
         if not self.next_block <= k < spec.blocks:
             raise ValueError(f"{spec.name}: block {k} is behind the reader or past the end")
         self._wanted = block_key(spec.index, k)
+        if self._seekable and k > self.next_block and k in self._index:
+            self._open_tar(k, self._index[k])
         while True:
             expected = block_key(spec.index, self.next_block)
             group = next(self._groups, None)
@@ -223,6 +231,7 @@ class ShardReader:
                 raise ShardFormatError(
                     spec.name, f"byte {start}", f"expected block {expected}, found {key}"
                 )
+            self._index[self.next_block] = start
             self.next_block += 1
             if key == self._wanted:
                 try:
@@ -263,6 +272,9 @@ class ShardReader:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
+
+
+_BLOCK_STARTS: dict[tuple[str, str], dict[int, int]] = {}
 
 
 def _check_block_against(block: Block, spec: ShardSpec, where: str, sequences: int) -> None:

@@ -29,7 +29,6 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from corpus.masking import sequence_keys
 from corpus.shardio import ShardFormatError
 from schemas.errors import UsageError
 from schemas.masking import MaskingSettings
@@ -224,18 +223,19 @@ class _EpochBatches(IterableDataset[_Item]):
         try:
             for j in range(self.start + worker, plan.batches, workers):
                 try:
-                    pool = reader.batch(j)
+                    pool, sel = reader.batch(j)
                 except ShardFormatError as err:
                     yield _Item(events=_take(reader.events), error=err)
                     return
-                batch = collate(pool, pad, mode)
+                batch = collate(pool, sel, pad, mode)
                 keys = None
                 if ds.masker is not None:
-                    keys = sequence_keys(ds.seed, self.epoch, torch.from_numpy(pool.index))
+                    assert pool.keys is not None
+                    keys = torch.from_numpy(pool.keys[sel])
                     if self.mask:
                         ds.masker(batch, keys)
                         keys = None
-                substituted = int(pool.substituted.sum())
+                substituted = int(pool.substituted[sel].sum())
                 yield _Item(batch, keys, _take(reader.events), substituted)
         finally:
             reader.close()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from corpus.masking import sequence_keys_array
 from corpus.shard_reader import BlockError, ShardReader
 from corpus.shardio import Block, ShardFormatError
 from trainer.data_plan import EpochPlan
@@ -62,6 +63,7 @@ class Pool:
     mlm_positions: np.ndarray | None = None
     mlm_offsets: np.ndarray | None = None
     mlm_labels: np.ndarray | None = None
+    keys: np.ndarray | None = None  # int64 [n], masking keys of (seed, epoch, index)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -108,28 +110,8 @@ class Pool:
             pool.mlm_offsets = np.concatenate([np.zeros(1, np.int64), *mlm_offsets])
         return pool
 
-    def take(self, sel: np.ndarray) -> Pool:
-        """The sequences `sel`, in that order."""
-        starts, stops = self.offsets[sel], self.offsets[sel + 1]
-        flat, offsets = _ranges(starts, stops)
-        pool = Pool(
-            tokens=self.tokens[flat],
-            offsets=offsets,
-            index=self.index[sel],
-            substituted=self.substituted[sel],
-        )
-        if self.segments is not None and self.labels is not None:
-            pool.segments = self.segments[sel]
-            pool.labels = self.labels[sel]
-        if self.mlm_offsets is not None:
-            assert self.mlm_positions is not None and self.mlm_labels is not None
-            flat, pool.mlm_offsets = _ranges(self.mlm_offsets[sel], self.mlm_offsets[sel + 1])
-            pool.mlm_positions = self.mlm_positions[flat]
-            pool.mlm_labels = self.mlm_labels[flat]
-        return pool
 
-
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ranges(starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices of the concatenated ranges [starts[i], stops[i]), and their offsets."""
     lengths = stops - starts
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -177,7 +159,8 @@ class EpochReader:
         self.events: list[tuple[str, str, Damage | None]] = []
         self._streams: dict[int, _Stream] = {}
 
-    def batch(self, j: int) -> Pool:
+    def batch(self, j: int) -> tuple[Pool, np.ndarray]:
+        """Batch j of the rank: (its window's pool, the positions of its sequences there)."""
         stream, q = self.plan.locate(j)
         state = self._streams.setdefault(stream, _Stream())
         w, start, length = self.plan.window_of(stream, q)
@@ -188,7 +171,7 @@ class EpochReader:
         assert state.pool is not None and state.order is not None
         b = self.plan.layout.batch_size
         first = q * b - w * self.plan.layout.window
-        return state.pool.take(state.order[first : first + b])
+        return state.pool, state.order[first : first + b]
 
     def close(self) -> None:
         for state in self._streams.values():
@@ -199,7 +182,10 @@ class EpochReader:
         for seg in self.plan.segments(start, start + length):
             first = self.shards.first_index[seg.shard] + seg.start
             self._read_into(pieces, state, seg.shard, seg.start, seg.stop, first, {seg.shard})
-        return Pool.concat(pieces)
+        pool = Pool.concat(pieces)
+        # Keys for the whole window at once: per batch, the small array ops would cost more.
+        pool.keys = sequence_keys_array(self.plan.seed, self.plan.epoch, pool.index)
+        return pool
 
     def _read_into(
         self,

@@ -1,0 +1,165 @@
+"""bench/loader: the streaming loader vs Hugging Face's DataCollatorForLanguageModeling.
+
+    .venv/bin/python bench/loader/run.py [--sequences 20000] [--lengths 128 512] [--reps 3]
+
+Both sides get the same already-tokenized sequences, batch 64, token masking at 15%, one
+CPU thread. Ours: read the shards + shuffle + collate + mask (`ShardDataset.loader()`,
+in the calling process, and with one worker process). Peer: the collator alone, called on
+python lists of ids (what `datasets` hands run_mlm.py), so it is not charged for reading.
+Sequences are packed to full length from the stdlib's docstrings with a WordPiece
+vocabulary of 8000 trained on them. Each configuration runs `--reps` times, interleaved,
+and the best time of each counts; the table prints ratios from this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from corpus.demo_corpus import iter_docstrings
+from corpus.shardio import make_block, write_blocks, write_manifest
+from corpus.vocab import VocabConfig, save_tokenizer, train_tokenizer
+from schemas.manifest import TOKENIZER_DIR, Manifest
+from trainer.data import MaskingConfig, ShardDataset
+
+BATCH = 64
+
+
+def build_tokenizer(root: Path) -> Path:
+    texts = [d["text"] for d in iter_docstrings()]
+    config = VocabConfig(kind="wordpiece", vocab_size=8000)
+    directory = root / "tokenizer"
+    save_tokenizer(train_tokenizer(texts, config), config, directory)
+    return directory
+
+
+def packed_sequences(tokenizer_dir: Path, length: int, count: int) -> list[np.ndarray]:
+    """`count` sequences of exactly `length` ids: [CLS] text... [SEP], text wrapping around."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    tok.no_truncation()
+    texts = [d["text"] for d in iter_docstrings()]
+    stream = np.concatenate(
+        [np.asarray(e.ids[1:-1], np.int64) for e in tok.encode_batch_fast(texts)]
+    )
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    body = length - 2
+    need = count * body
+    reps = -(-need // len(stream))
+    flat = np.tile(stream, reps)[:need].reshape(count, body)
+    ends = np.full((count, 1), cls), np.full((count, 1), sep)
+    return list(np.concatenate([ends[0], flat, ends[1]], 1))
+
+
+def write_shards(directory: Path, tokenizer_dir: Path, seqs: list[np.ndarray], length: int):
+    directory.mkdir(parents=True)
+    shutil.copytree(tokenizer_dir, directory / TOKENIZER_DIR)
+    per_shard, block = 4096, 512
+    infos = []
+    for shard, start in enumerate(range(0, len(seqs), per_shard)):
+        part = seqs[start : start + per_shard]
+        blocks = [make_block(part[i : i + block], "uint16") for i in range(0, len(part), block)]
+        infos.append(write_blocks(directory, shard, "uint16", blocks))
+    tok_sha = hashlib.sha256((tokenizer_dir / "tokenizer.json").read_bytes()).hexdigest()
+    manifest = Manifest(
+        mode="full-sentences",
+        max_seq_len=length,
+        vocab_size=8000,
+        vocab_kind="wordpiece",
+        tokenizer_sha256=tok_sha,
+        special_tokens={"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4},
+        seed=0,
+        shards=tuple(infos),
+        block_size=block,
+    )
+    write_manifest(directory, manifest)
+
+
+def ours(shards: Path, workers: int, kind: str = "token") -> Callable[[], int]:
+    ds = ShardDataset(shards, batch_size=BATCH, seed=0, masking=MaskingConfig(kind=kind))
+    loader = ds.loader(num_workers=workers)
+
+    def run() -> int:
+        return sum(int(b["input_ids"].shape[0]) for b in loader)  # one epoch
+
+    return run
+
+
+def peer(tokenizer_dir: Path, seqs: list[np.ndarray]) -> Callable[[], int]:
+    from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast.from_pretrained(str(tokenizer_dir))
+    collator = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, pad_to_multiple_of=8)
+    examples = [{"input_ids": s.tolist()} for s in seqs]
+    usable = len(examples) // BATCH * BATCH
+
+    def run() -> int:
+        for i in range(0, usable, BATCH):
+            batch = collator(examples[i : i + BATCH])
+        assert batch["input_ids"].shape[0] == BATCH
+        return usable
+
+    return run
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) per sequence."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    n = fn()
+    return (time.perf_counter() - wall) / n, (time.process_time() - cpu) / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sequences", type=int, default=20000, help="at length 128; /4 at 512")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    root = Path(tempfile.mkdtemp(prefix="bench-loader-"))
+    try:
+        tokenizer_dir = build_tokenizer(root)
+        rows = []
+        for length in args.lengths:
+            count = args.sequences * 128 // length
+            seqs = packed_sequences(tokenizer_dir, length, count)
+            shards = root / f"shards-{length}"
+            write_shards(shards, tokenizer_dir, seqs, length)
+            cases = {
+                "HF DataCollatorForLanguageModeling": peer(tokenizer_dir, seqs),
+                "clozeworks loader, in process": ours(shards, 0),
+                "clozeworks loader, 1 worker": ours(shards, 1),
+                "clozeworks loader, in process, wwm": ours(shards, 0, "wwm"),
+                "clozeworks loader, in process, span": ours(shards, 0, "span"),
+            }
+            best: dict[str, tuple[float, float]] = {}
+            for _ in range(args.reps):
+                for name, fn in cases.items():
+                    wall, cpu = timed(fn)
+                    old = best.get(name, (float("inf"), float("inf")))
+                    best[name] = (min(old[0], wall), min(old[1], cpu))
+            base = best["HF DataCollatorForLanguageModeling"][0]
+            for name, (wall, cpu) in best.items():
+                rows.append((length, name, 1 / wall, 1 / cpu, base / wall))
+        print(f"\nbatch {BATCH}, token masking 15%, 1 thread; best of {args.reps}, one run")
+        print("(a shared 2-core machine: compare the ratios, not the absolute rates)\n")
+        print(f"{'length':>6}  {'what':<38} {'seq/s (wall)':>13} {'seq/s (cpu)':>12} {'ratio':>6}")
+        for length, name, wall_rate, cpu_rate, ratio in rows:
+            print(f"{length:>6}  {name:<38} {wall_rate:>13,.0f} {cpu_rate:>12,.0f} {ratio:>5.1f}x")
+        print("\nseq/s (cpu) counts this process only; with a worker the work is in the worker.")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
