@@ -190,11 +190,38 @@ class _Item:
     events: list[tuple[str, str, Any]] = field(default_factory=list)
     substituted: int = 0
     error: ShardFormatError | None = None
+    # From a worker, the fields travel stacked: shared memory costs per tensor, not per byte.
+    names: tuple[list[str], list[str]] = ([], [])
+    stacked: tuple[torch.Tensor, ...] = ()
+
+    def pack(self) -> _Item:
+        fields = dict(self.batch)
+        if self.keys is not None:
+            fields[_KEYS] = self.keys
+        grid = [k for k, v in fields.items() if v.dim() == 2]  # [B, L] fields
+        rows = [k for k, v in fields.items() if v.dim() == 1]  # [B] fields
+        stacked = tuple(torch.stack([fields[k] for k in names]) for names in (grid, rows) if names)
+        return replace(self, batch={}, keys=None, names=(grid, rows), stacked=stacked)
+
+    def unpack(self) -> _Item:
+        if not self.stacked:
+            return self
+        tensors = iter(self.stacked)
+        fields: dict[str, torch.Tensor] = {}
+        for names in self.names:
+            if names:
+                fields.update(zip(names, next(tensors).unbind(0), strict=True))
+        keys = fields.pop(_KEYS, None)
+        return replace(self, batch=fields, keys=keys, names=([], []), stacked=())
 
     def pin_memory(self) -> _Item:
         pinned = {k: v.pin_memory() for k, v in self.batch.items()}
         keys = None if self.keys is None else self.keys.pin_memory()
-        return replace(self, batch=pinned, keys=keys)
+        stacked = tuple(t.pin_memory() for t in self.stacked)
+        return replace(self, batch=pinned, keys=keys, stacked=stacked)
+
+
+_KEYS = "__keys__"
 
 
 def _identity(item: _Item) -> _Item:
@@ -236,7 +263,8 @@ class _EpochBatches(IterableDataset[_Item]):
                         ds.masker(batch, keys)
                         keys = None
                 substituted = int(pool.substituted[sel].sum())
-                yield _Item(batch, keys, _take(reader.events), substituted)
+                item = _Item(batch, keys, _take(reader.events), substituted)
+                yield item.pack() if info is not None else item
         finally:
             reader.close()
 
@@ -278,6 +306,11 @@ class ShardLoader:
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         ds = self.dataset
+        if ds.batches_per_epoch() == 0:  # an empty epoch forever would hang a training loop
+            raise UsageError(
+                f"{ds.source}: {ds.layout.sequences} sequences do not fill one batch of "
+                f"{ds.batch_size} on each of {ds.world_size} rank(s)"
+            )
         if self.batches >= ds.batches_per_epoch():
             self.epoch, self.batches = self.epoch + 1, 0
         epoch = self.epoch
@@ -298,7 +331,8 @@ class ShardLoader:
                 )
             )
         try:
-            for item in items:
+            for packed in items:
+                item = packed.unpack()
                 self._absorb(item)
                 batch = item.batch
                 if self.mask_device is not None:

@@ -34,12 +34,12 @@ def collate(pool: Pool, sel: np.ndarray, pad_id: int, mode: str) -> dict[str, to
     if len(pool.tokens) == 0:
         ids = np.full(real.shape, pad_id, dtype=np.int64)
     elif int(lengths.min(initial=0)) == width:  # packed sequences: no padding at all
-        ids = pool.tokens[gather].astype(np.int64)
+        ids = pool.tokens[gather]
     else:
         np.minimum(gather, len(pool.tokens) - 1, out=gather)
-        ids = np.where(real, pool.tokens[gather].astype(np.int64), pad_id)  # [B, L]
+        ids = np.where(real, pool.tokens[gather], pad_id)  # [B, L]
     batch = {
-        "input_ids": torch.from_numpy(ids),
+        "input_ids": torch.from_numpy(ids.astype(np.int64, copy=False)),
         "attention_mask": torch.from_numpy(real.astype(np.int64)),
     }
     if pool.segments is not None and pool.labels is not None:

@@ -54,7 +54,7 @@ class Knowledge:
 class Pool:
     """Sequences as flat arrays: sequence i is tokens[offsets[i]:offsets[i+1]]."""
 
-    tokens: np.ndarray
+    tokens: np.ndarray  # int64
     offsets: np.ndarray  # int64 [n+1]
     index: np.ndarray  # int64 [n], global sequence index (the masking key)
     substituted: np.ndarray  # bool [n], filled in from another shard after damage
@@ -96,7 +96,8 @@ class Pool:
                 mlm_offsets.append(mo[1:] - mo[0] + predicted)
                 predicted += int(mo[-1] - mo[0])
         pool = cls(
-            tokens=np.concatenate(tokens),
+            # int64 once per window, so a batch is a single gather
+            tokens=np.concatenate(tokens).astype(np.int64),
             offsets=np.concatenate(offsets),
             index=np.concatenate(index),
             substituted=np.concatenate(subst),

@@ -76,6 +76,10 @@ class BatchMasker:
             batch["wso_labels"] = labels
             batch["wso_positions"] = positions
 
+    def __getstate__(self) -> dict[str, object]:
+        # Workers get the CPU tables only, never copies already on a GPU.
+        return {**self.__dict__, "_on_device": {}}
+
     def _tables(self, device: torch.device) -> MaskTables:
         if device.type == "cpu":
             return self.tables

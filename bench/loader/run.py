@@ -63,10 +63,11 @@ def packed_sequences(tokenizer_dir: Path, length: int, count: int) -> list[np.nd
 def write_shards(directory: Path, tokenizer_dir: Path, seqs: list[np.ndarray], length: int):
     directory.mkdir(parents=True)
     shutil.copytree(tokenizer_dir, directory / TOKENIZER_DIR)
-    per_shard, block = 4096, 512
+    block = 512
+    shards = -(-len(seqs) // 4096)  # sizes must differ by at most one, as the builder deals
     infos = []
-    for shard, start in enumerate(range(0, len(seqs), per_shard)):
-        part = seqs[start : start + per_shard]
+    for shard, indices in enumerate(np.array_split(np.arange(len(seqs)), shards)):
+        part = [seqs[i] for i in indices]
         blocks = [make_block(part[i : i + block], "uint16") for i in range(0, len(part), block)]
         infos.append(write_blocks(directory, shard, "uint16", blocks))
     tok_sha = hashlib.sha256((tokenizer_dir / "tokenizer.json").read_bytes()).hexdigest()

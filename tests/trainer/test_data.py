@@ -146,6 +146,13 @@ def test_changed_world_size_resumes_only_at_an_epoch_boundary(small) -> None:
     assert all(same(a, b) for a, b in zip(take(fresh, 4), take(three, 4), strict=True))
 
 
+def test_an_epoch_without_a_batch_is_an_error_not_a_hang(small) -> None:
+    ds = dataset(small, batch_size=64, rank=0, world_size=4)  # 40 sequences per rank
+    assert ds.batches_per_epoch() == 0
+    with pytest.raises(UsageError, match="do not fill one batch of 64 on each of 4 rank"):
+        next(iter(ds.loader()))
+
+
 def test_a_state_with_another_seed_is_refused(small) -> None:
     state = dataset(small).loader().state_dict()
     with pytest.raises(UsageError, match="seed"):
