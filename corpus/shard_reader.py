@@ -224,7 +224,8 @@ class ShardReader:
                 raise ShardFormatError(
                     spec.name,
                     f"byte {self._position()}",
-                    f"ends after {self.next_block} of {spec.blocks} blocks (truncated)",
+                    f"ends after {self.next_block} of {spec.blocks} blocks "
+                    "(truncated, or a damaged header)",
                 )
             key, members, start = group
             if key != expected:

@@ -2,6 +2,7 @@
 and a counter while every rank keeps its number of batches."""
 
 import shutil
+import tarfile
 import warnings
 
 import pytest
@@ -28,8 +29,10 @@ def damaged(tmp_path, pristine, how):
     data = bytearray(path.read_bytes())
     if how == "flip":  # a byte of some member's data: only the checksum sees it
         data[len(data) // 2 + 700] ^= 0x10
-    elif how == "header":  # a member header: tar's own checksum fails
-        data[512 * 9 + 3] ^= 0x01
+    elif how == "header":  # the name in a member header: tar's own checksum fails
+        with tarfile.open(path) as tar:
+            header = tar.getmembers()[5].offset
+        data[header + 3] ^= 0x01
     elif how == "truncate":
         data = data[: len(data) // 2]
     path.write_bytes(bytes(data))
@@ -51,7 +54,7 @@ def test_a_flipped_byte_is_caught_with_verify(tmp_path, pristine, workers) -> No
 @pytest.mark.parametrize("how", ["header", "truncate"])
 def test_structural_damage_is_named_without_verify(tmp_path, pristine, how) -> None:
     path = damaged(tmp_path, pristine, how)
-    with pytest.raises(ShardFormatError, match=r"shard-000002\.tar: byte \d+: "):
+    with pytest.raises(ShardFormatError, match=r"shard-000002\.tar: .*byte \d+"):
         list(dataset(path).loader())
 
 
