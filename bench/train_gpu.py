@@ -8,8 +8,8 @@ backward passes; the MLM decoder adds 6 x hidden x vocab per predicted token for
 per token for transformers, which computes logits everywhere. MFU is achieved FLOP/s over
 the GPU's peak bf16 dense FLOP/s (`--peak-tflops`, or a table of common GPUs).
 
-    python bench/train_gpu.py                     # bert-base, length 128, batch 64
-    python bench/train_gpu.py --preset bert-large --seq-len 512 --batch 16 --compile
+    python -m bench.train_gpu                     # bert-base, length 128, batch 64
+    python -m bench.train_gpu --preset bert-large --seq-len 512 --batch 16 --compile
 Prints "no GPU" and exits 0 when CUDA is not available.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -49,7 +48,6 @@ def main() -> int:
 
     import transformers
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.train import batches, hf_groups
     from trainer.config import MODEL_PRESETS, TrainConfig
     from trainer.export import to_transformers

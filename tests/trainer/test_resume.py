@@ -8,10 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
 from cloze.cli import main
+from trainer.checkpoint import committed_steps, step_dir
 
 STEPS = 16
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +78,41 @@ def test_kill_and_resume_matches_uninterrupted(shards_dir, tmp_path) -> None:
     assert losses(whole) == losses(broken)
 
 
+@pytest.mark.slow
+def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_usable(
+    shards_dir, tmp_path
+) -> None:
+    # A model large enough that writing its checkpoint (weights, Adam moments, fsync) takes
+    # a while, checkpointed every step: kill -9 the moment a temporary step directory exists.
+    config = tmp_path / "wide.toml"
+    config.write_text("[model]\nhidden_size = 512\nnum_layers = 4\nnum_heads = 8\n")
+    run = tmp_path / "run"
+    args = [*train_args(shards_dir, run), "--config", str(config)]
+    args[args.index("--save-every") + 1] = "1"
+    args[args.index("--max-steps") + 1] = "6"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloze", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
+    deadline = time.time() + 300
+    while not list(run.glob(".step-*.tmp")) or not committed_steps(run):
+        assert proc.poll() is None and time.time() < deadline, "no checkpoint write was caught"
+        time.sleep(0.001)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert list(run.glob(".step-*.tmp")), "the kill did not land during a write"
+
+    newest = step_dir(run, committed_steps(run)[-1])
+    from trainer.export import load_run
+
+    _, model, _ = load_run(run)  # the newest committed checkpoint loads
+    assert model is not None and (newest / "COMMITTED").is_file()
+    assert main([*args, "--resume"]) == 0
+    assert committed_steps(run)[-1] == 6
+    assert not list(run.glob(".step-*.tmp"))  # the resumed run rewrote that step cleanly
+
+
 def test_an_uncommitted_checkpoint_is_ignored(shards_dir, tmp_path) -> None:
     run = tmp_path / "run"
     args = train_args(shards_dir, run)
@@ -85,6 +122,4 @@ def test_an_uncommitted_checkpoint_is_ignored(shards_dir, tmp_path) -> None:
     partial = run / "step-0000008"
     partial.mkdir()
     (partial / "model.safetensors").write_bytes(b"garbage")
-    from trainer.checkpoint import committed_steps
-
     assert committed_steps(run) == [4]
