@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
 
 DEFAULT_BUCKET_BITS = 12
 
@@ -23,7 +25,7 @@ def sequence_key(seed: int, identity: str) -> int:
 
 
 def bucket_of(key: int, bits: int = DEFAULT_BUCKET_BITS) -> int:
-    return key >> (64 - bits)
+    return key >> (64 - bits) if bits else 0
 
 
 def bucket_offsets(counts: Mapping[int, int]) -> dict[int, int]:
@@ -49,3 +51,31 @@ def number_of_shards(total: int, num_shards: int | None, sequences_per_shard: in
 def place(rank: int, shards: int) -> tuple[int, int]:
     """(shard, position inside the shard) of the sequence with global rank `rank`."""
     return rank % shards, rank // shards
+
+
+def bucket_bits_for(total_bytes: int, bytes_per_bucket: int = 16 << 20) -> int:
+    """Bits of the bucket index for a corpus of `total_bytes` of text: buckets of about
+    `bytes_per_bucket`, 1 to 4096 of them. Any value gives the same shards (a rank is a
+    position in the global key order); it only sets how much one worker sorts at once."""
+    buckets = max(1, total_bytes // bytes_per_bucket)
+    return min(DEFAULT_BUCKET_BITS, max(0, int(buckets).bit_length() - 1))
+
+
+def key_order(
+    keys: np.ndarray, tiebreak: Callable[[], Sequence[bytes]] | None = None
+) -> np.ndarray:
+    """Indices that sort `keys` (uint64). Equal keys (a 64-bit collision: practically never)
+    are ordered by `tiebreak()`'s bytes, so the order never depends on the order of arrival."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    if tiebreak is None or not np.any(ordered[1:] == ordered[:-1]):
+        return order
+    extra = tiebreak()
+    return np.array(sorted(range(len(keys)), key=lambda i: (int(keys[i]), extra[i])))
+
+
+def buckets_of(keys: np.ndarray, bits: int) -> np.ndarray:
+    """Bucket of every uint64 key: its top `bits` bits."""
+    if bits == 0:
+        return np.zeros(len(keys), dtype=np.int64)
+    return (keys >> np.uint64(64 - bits)).astype(np.int64)

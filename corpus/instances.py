@@ -90,3 +90,93 @@ def single_sequence(chunk: Sequence[np.ndarray], specials: Specials) -> np.ndarr
 
 def chunk_tokens(chunk: Sequence[np.ndarray]) -> int:
     return sum(len(p) for p in chunk)
+
+
+@dataclass(frozen=True)
+class SequenceBatch:
+    """Many training sequences in a few arrays: what travels between Beam stages.
+
+    Sequence i is `tokens[offsets[i]:offsets[i + 1]]`; `keys` (uint64) order the global
+    shuffle; `segments` / `labels` are -1 outside pair modes; `copies` is the dupe-factor
+    copy. One pickled batch costs about what its arrays do, where one element per sequence
+    costs Beam tens of microseconds each.
+    """
+
+    keys: np.ndarray
+    tokens: np.ndarray
+    offsets: np.ndarray
+    segments: np.ndarray
+    labels: np.ndarray
+    copies: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def sequence(self, i: int) -> np.ndarray:
+        return self.tokens[self.offsets[i] : self.offsets[i + 1]]
+
+    def sequences(self) -> list[np.ndarray]:
+        o = self.offsets
+        return [self.tokens[o[i] : o[i + 1]] for i in range(len(self))]
+
+    @classmethod
+    def build(
+        cls,
+        keys: Sequence[int],
+        sequences: Sequence[np.ndarray],
+        token_dtype: str,
+        segments: Sequence[int] | None = None,
+        labels: Sequence[int] | None = None,
+        copies: Sequence[int] | None = None,
+    ) -> SequenceBatch:
+        n = len(keys)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in sequences], out=offsets[1:])
+        tokens = (
+            np.concatenate(sequences).astype(token_dtype, copy=False)
+            if n
+            else np.zeros(0, dtype=token_dtype)
+        )
+        return cls(
+            keys=np.fromiter(keys, dtype=np.uint64, count=n),
+            tokens=tokens,
+            offsets=offsets,
+            segments=np.asarray(segments if segments is not None else [-1] * n, dtype=np.int16),
+            labels=np.asarray(labels if labels is not None else [-1] * n, dtype=np.int8),
+            copies=np.asarray(copies if copies is not None else [0] * n, dtype=np.int16),
+        )
+
+    def take(self, index: np.ndarray) -> SequenceBatch:
+        """The sequences at `index`, in that order."""
+        lengths = np.diff(self.offsets)[index]
+        offsets = np.zeros(len(index) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = self.offsets[:-1][index]
+        # positions of every kept token: for each sequence, start .. start + length
+        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return SequenceBatch(
+            keys=self.keys[index],
+            tokens=self.tokens[gather],
+            offsets=offsets,
+            segments=self.segments[index],
+            labels=self.labels[index],
+            copies=self.copies[index],
+        )
+
+    @classmethod
+    def concat(cls, batches: Sequence[SequenceBatch]) -> SequenceBatch:
+        if len(batches) == 1:
+            return batches[0]
+        shifts = np.cumsum([0] + [int(b.offsets[-1]) for b in batches[:-1]])
+        offsets = np.concatenate(
+            [np.zeros(1, dtype=np.int64)]
+            + [b.offsets[1:] + s for b, s in zip(batches, shifts, strict=True)]
+        )
+        return cls(
+            keys=np.concatenate([b.keys for b in batches]),
+            tokens=np.concatenate([b.tokens for b in batches]),
+            offsets=offsets,
+            segments=np.concatenate([b.segments for b in batches]),
+            labels=np.concatenate([b.labels for b in batches]),
+            copies=np.concatenate([b.copies for b in batches]),
+        )

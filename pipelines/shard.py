@@ -9,6 +9,7 @@ FileSystems, so `--output` may be local or gs://, s3://, ...
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from corpus import dealing
-from corpus.instances import Specials
+from corpus.instances import SequenceBatch, Specials
 from corpus.masking import MaskTables
 from corpus.pairs import SHORT_SEQ_PROB
 from corpus.premask import StaticMasker, default_max_predictions
@@ -29,14 +31,13 @@ from corpus.shardio import make_block, prepare_output_dir, write_blocks, write_m
 from corpus.vocab import TokenizerInfo, load_tokenizer
 from pipelines.beamfs import BEAM_FS
 from pipelines.counters import counter, read_counters
-from pipelines.documents_io import ReadDocuments
+from pipelines.documents_io import ReadDocuments, read_store_stats
 from pipelines.options import pipeline_options
 from pipelines.outputs import remove_dir
 from pipelines.shard_instances import (
     PACKED_MODES,
     PAIR_MODES,
     BuildInstances,
-    Instance,
     InstanceSettings,
 )
 from schemas.errors import BadInputError, UsageError
@@ -118,54 +119,63 @@ class ShardConfig:
         }
 
 
-def _bucket(instance: Instance) -> int:
-    return dealing.bucket_of(instance.key)
-
-
-def _by_bucket(instance: Instance) -> tuple[int, Instance]:
-    return dealing.bucket_of(instance.key), instance
-
-
-def _order(instance: Instance) -> tuple[int, bytes]:
-    return instance.key, instance.tokens.tobytes()
+def _bucket_size(item: tuple[int, SequenceBatch]) -> tuple[int, int]:
+    return item[0], len(item[1])
 
 
 class _Rank(beam.DoFn):
-    """(bucket, instances) -> (shard, (position, instance)), using every bucket's count."""
+    """(bucket, [SequenceBatch]) -> (shard, (positions, SequenceBatch)), one element per
+    shard the bucket's sequences go to, using every bucket's count."""
 
     def __init__(self, num_shards: int | None, per_shard: int | None) -> None:
         self.num_shards = num_shards
         self.per_shard = per_shard
+        self._offsets: dict[int, int] | None = None
 
     def process(
-        self, item: tuple[int, Iterable[Instance]], counts: dict[int, int]
-    ) -> Iterator[tuple[int, tuple[int, Instance]]]:
-        bucket, instances = item
-        offsets = dealing.bucket_offsets(counts)
+        self, item: tuple[int, Iterable[SequenceBatch]], counts: dict[int, int]
+    ) -> Iterator[tuple[int, tuple[np.ndarray, SequenceBatch]]]:
+        if self._offsets is None or len(self._offsets) != len(counts):
+            self._offsets = dealing.bucket_offsets(counts)
+        bucket, batches = item
+        batch = SequenceBatch.concat(list(batches))
         shards = dealing.number_of_shards(sum(counts.values()), self.num_shards, self.per_shard)
-        for i, inst in enumerate(sorted(instances, key=_order)):
-            shard, position = dealing.place(offsets[bucket] + i, shards)
-            yield shard, (position, inst)
+        order = dealing.key_order(batch.keys, functools.partial(_tiebreak, batch))
+        ranks = self._offsets[bucket] + np.arange(len(order), dtype=np.int64)
+        shard_of, position = ranks % shards, ranks // shards
+        by_shard = np.argsort(shard_of, kind="stable")
+        edges = np.flatnonzero(np.diff(shard_of[by_shard])) + 1
+        for part in np.split(by_shard, edges):
+            yield int(shard_of[part[0]]), (position[part], batch.take(order[part]))
+
+
+def _tiebreak(batch: SequenceBatch) -> list[bytes]:
+    pairs = zip(batch.sequences(), batch.copies.tolist(), strict=True)
+    return [s.tobytes() + c.to_bytes(2, "big") for s, c in pairs]
 
 
 class DealToShards(beam.PTransform):
-    """Instances -> (shard index, instances of that shard in order): a global shuffle."""
+    """(bucket, SequenceBatch) -> (shard, [(positions, SequenceBatch)]): a global shuffle.
+
+    A sequence's rank is its place in the order of all keys; rank r goes to shard r mod S
+    at position r div S, so shards differ by at most one sequence and each is an i.i.d.
+    sample of the corpus.
+    """
 
     def __init__(self, num_shards: int | None, per_shard: int | None) -> None:
         super().__init__()
         self.num_shards = num_shards
         self.per_shard = per_shard
 
-    def expand(self, instances: Any) -> Any:
-        # Sequences per bucket: a table of at most 2**bits numbers.
+    def expand(self, batches: Any) -> Any:
+        # Sequences per bucket: a table of at most 4096 numbers.
         counts = (
-            instances
-            | "BucketOf" >> beam.Map(_bucket)
-            | "CountBuckets" >> beam.combiners.Count.PerElement()
+            batches
+            | "BucketSizes" >> beam.Map(_bucket_size)
+            | "CountBuckets" >> beam.CombinePerKey(sum)
         )
         return (
-            instances
-            | "KeyByBucket" >> beam.Map(_by_bucket)
+            batches
             | "GroupBuckets" >> beam.GroupByKey()
             | "Rank"
             >> beam.ParDo(_Rank(self.num_shards, self.per_shard), beam.pvalue.AsDict(counts))
@@ -192,12 +202,8 @@ class MaskSpec:
         return StaticMasker(tables, self.settings, self.seed, self.pad_id)
 
 
-def _position(placed: tuple[int, Instance]) -> int:
-    return placed[0]
-
-
 class _WriteShard(beam.DoFn):
-    """(shard, [(position, Instance)]) -> the shard's manifest entry as JSON."""
+    """(shard, [(positions, SequenceBatch)]) -> the shard's manifest entry as JSON."""
 
     def __init__(
         self, output: str, block_size: int, token_dtype: str, pairs: bool, mask: MaskSpec | None
@@ -212,28 +218,32 @@ class _WriteShard(beam.DoFn):
     def setup(self) -> None:
         self.masker = self.mask.masker() if self.mask is not None else None
 
-    def _blocks(self, ordered: list[Instance]) -> Iterator[Any]:
-        for lo in range(0, len(ordered), self.block_size):
-            part = ordered[lo : lo + self.block_size]
-            sequences = [inst.tokens for inst in part]
+    def _blocks(self, batch: SequenceBatch) -> Iterator[Any]:
+        for lo in range(0, len(batch), self.block_size):
+            part = batch.take(np.arange(lo, min(lo + self.block_size, len(batch))))
+            sequences = part.sequences()
             predictions = None
             if self.masker is not None:
-                masked = self.masker.mask(sequences, [i.key for i in part], [i.copy for i in part])
+                masked = self.masker.mask(sequences, part.keys.tolist(), part.copies.tolist())
                 sequences = [m.tokens for m in masked]
                 predictions = [(m.positions, m.labels) for m in masked]
                 counter("premask.predictions").inc(sum(len(m.positions) for m in masked))
             yield make_block(
                 sequences,
                 self.token_dtype,
-                segments=[i.segment for i in part] if self.pairs else None,
-                labels=[i.label for i in part] if self.pairs else None,
+                segments=part.segments if self.pairs else None,
+                labels=part.labels if self.pairs else None,
                 predictions=predictions,
             )
 
-    def process(self, item: tuple[int, Iterable[tuple[int, Instance]]]) -> Iterator[str]:
+    def process(
+        self, item: tuple[int, Iterable[tuple[np.ndarray, SequenceBatch]]]
+    ) -> Iterator[str]:
         shard, placed = item
-        ordered = [inst for _, inst in sorted(placed, key=_position)]
-        info = write_blocks(self.output, shard, self.token_dtype, self._blocks(ordered), BEAM_FS)
+        parts = list(placed)
+        positions = np.concatenate([p for p, _ in parts])
+        batch = SequenceBatch.concat([b for _, b in parts]).take(np.argsort(positions))
+        info = write_blocks(self.output, shard, self.token_dtype, self._blocks(batch), BEAM_FS)
         counter("shard.files").inc()
         yield json.dumps(info.__dict__)
 
@@ -260,14 +270,19 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     info = load_tokenizer(config.tokenizer)
     specials = Specials(cls=info.special_ids["cls"], sep=info.special_ids["sep"])
     token_dtype = _dtype(info.vocab_size)
+    store = read_store_stats(config.input)
     settings = InstanceSettings(
         mode=config.mode,
         max_seq_len=config.max_seq_len,
         seed=config.seed,
         specials=specials,
+        token_dtype=token_dtype,
         dupe_factor=config.dupe_factor,
         short_seq_prob=config.short_seq_prob,
         language=config.language,
+        # Sized from the store's stats.json; neither changes which shards come out.
+        bucket_bits=dealing.bucket_bits_for(int(store.get("bytes_out", 0)) * config.dupe_factor),
+        documents=int(store.get("documents_out", 0)),
     )
     out = prepare_output_dir(config.output, BEAM_FS)
     staging = BEAM_FS.join(out, f".staging-{uuid.uuid4().hex[:12]}")
@@ -277,14 +292,12 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     try:
         with beam.Pipeline(options=options) as p:
             rows = p | "Read" >> ReadDocuments(config.input)
-            # Training sequences, [CLS] ... [SEP], not yet in any order.
-            instances = rows | "BuildInstances" >> BuildInstances(
+            # (bucket, SequenceBatch): training sequences, [CLS] ... [SEP], in no order yet.
+            batches = rows | "BuildInstances" >> BuildInstances(
                 info.tokenizer.to_str(), settings, config.input
             )
-            # (shard, [(position, instance)]): shuffled across the whole corpus.
-            dealt = instances | "Deal" >> DealToShards(
-                config.num_shards, config.sequences_per_shard
-            )
+            # (shard, [(positions, SequenceBatch)]): shuffled across the whole corpus.
+            dealt = batches | "Deal" >> DealToShards(config.num_shards, config.sequences_per_shard)
             _ = (
                 dealt
                 | "WriteShards" >> beam.ParDo(write)

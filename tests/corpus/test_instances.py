@@ -50,3 +50,32 @@ def test_dealing_balances_shards_and_keeps_ranks_unique() -> None:
     assert seen == set(range(1003))
     assert max(sizes) - min(sizes) <= 1
     assert number_of_shards(5, 8, None) == 5 and number_of_shards(0, 8, None) == 0
+
+
+@given(st.lists(sentence, min_size=0, max_size=30), st.data())
+def test_sequence_batch_take_and_concat_keep_sequences(seqs, data) -> None:
+    from corpus.instances import SequenceBatch
+
+    keys = [sequence_key(1, f"s{i}") for i in range(len(seqs))]
+    batch = SequenceBatch.build(keys, seqs, "uint16", segments=[3] * len(seqs))
+    assert [s.tolist() for s in batch.sequences()] == [s.tolist() for s in seqs]
+    index = np.array(data.draw(st.permutations(range(len(seqs)))), dtype=np.int64)
+    taken = batch.take(index)
+    assert [s.tolist() for s in taken.sequences()] == [seqs[i].tolist() for i in index]
+    assert taken.keys.tolist() == [keys[i] for i in index]
+    half = len(seqs) // 2
+    both = SequenceBatch.concat(
+        [batch.take(np.arange(half)), batch.take(np.arange(half, len(seqs)))]
+    )
+    assert [s.tolist() for s in both.sequences()] == [s.tolist() for s in seqs]
+
+
+def test_key_order_and_bucket_bits() -> None:
+    from corpus.dealing import bucket_bits_for, buckets_of, key_order
+
+    keys = np.array([5, 3, 3, 9], dtype=np.uint64)
+    # a collision is ordered by the tiebreak, not by arrival
+    assert key_order(keys, lambda: [b"x", b"b", b"a", b"y"]).tolist() == [2, 1, 0, 3]
+    assert bucket_bits_for(0) == 0 and bucket_bits_for(100 << 30) == 12
+    big = np.array([1 << 63, (1 << 62) - 1], dtype=np.uint64)
+    assert buckets_of(big, 1).tolist() == [1, 0] and buckets_of(big, 0).tolist() == [0, 0]

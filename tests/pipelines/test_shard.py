@@ -10,12 +10,13 @@ import webdataset as wds
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from corpus.instances import Specials
+from corpus import dealing
+from corpus.instances import SequenceBatch, Specials
 from corpus.shardio import iter_blocks
 from corpus.tokenize import TokenizedDoc, tokenize_documents
 from corpus.vocab import load_tokenizer
 from pipelines.shard import DealToShards, ShardConfig, run_shard
-from pipelines.shard_instances import Instance, InstanceSettings, PairInstances
+from pipelines.shard_instances import InstanceSettings, PairsFromGroups
 from schemas.manifest import read_manifest
 
 BASE = 100000
@@ -23,19 +24,23 @@ BASE = 100000
 
 def _shard_and_size(item):
     _shard, placed = item
-    positions = sorted(p for p, _ in placed)
+    positions = sorted(p for part, _ in placed for p in part.tolist())
     assert positions == list(range(len(positions)))
     return len(positions)
 
 
 def test_deal_to_shards_is_balanced() -> None:
-    instances = [
-        Instance(key=(i * 0x9E3779B97F4A7C15) % (1 << 64), tokens=np.array([i])) for i in range(103)
-    ]
+    keys = [(i * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(103)]
+    # three batches, as three DoFn calls would emit them, keyed by 2-bit buckets
+    batches = []
+    for part in (keys[:40], keys[40:41], keys[41:]):
+        batch = SequenceBatch.build(part, [np.array([k % 97]) for k in part], "uint16")
+        buckets = dealing.buckets_of(batch.keys, 2)
+        batches += [(int(b), batch.take(np.flatnonzero(buckets == b))) for b in set(buckets)]
     with TestPipeline() as p:
         sizes = (
             p
-            | beam.Create(instances)
+            | beam.Create(batches)
             | DealToShards(num_shards=None, per_shard=10)
             | beam.Map(_shard_and_size)
         )
@@ -53,23 +58,30 @@ def _synthetic_docs(n: int) -> list[tuple[str, TokenizedDoc]]:
     return docs
 
 
-def _check_pairs(instances: list[Instance]) -> None:
-    assert len(instances) > 300
-    for inst in instances:
-        t, seg = inst.tokens, inst.segment
-        assert t[0] == 1 and t[seg - 1] == 2 and t[-1] == 2 and len(t) <= 64
-        first, second = t[1 : seg - 1] // BASE, t[seg:-1] // BASE
-        assert len(set(first.tolist())) == 1
-        if inst.label == 1:
-            assert not set(second.tolist()) & set(first.tolist()), "negative from A's document"
-        else:
-            assert set(second.tolist()) == set(first.tolist())
+def _check_pairs(batches: list[tuple[int, SequenceBatch]]) -> None:
+    assert sum(len(b) for _, b in batches) > 300
+    for _, batch in batches:
+        for i in range(len(batch)):
+            _check_pair(batch.sequence(i), int(batch.segments[i]), int(batch.labels[i]))
+
+
+def _check_pair(t: np.ndarray, seg: int, label: int) -> None:
+    assert t[0] == 1 and t[seg - 1] == 2 and t[-1] == 2 and len(t) <= 64
+    first, second = t[1 : seg - 1] // BASE, t[seg:-1] // BASE
+    assert len(set(first.tolist())) == 1
+    if label == 1:
+        assert not set(second.tolist()) & set(first.tolist()), "negative from A's document"
+    else:
+        assert set(second.tolist()) == set(first.tolist())
 
 
 def test_pair_instances_in_beam_draw_negatives_from_other_documents() -> None:
-    settings = InstanceSettings("nsp", 64, 3, Specials(cls=1, sep=2))
+    settings = InstanceSettings("nsp", 64, 3, Specials(cls=1, sep=2), bucket_bits=3)
+    docs = _synthetic_docs(400)
+    # the parts three DoFn calls would emit for two groups
+    parts = [(0, docs[:150]), (1, docs[150:300]), (0, docs[300:])]
     with TestPipeline() as p:
-        instances = p | beam.Create(_synthetic_docs(400)) | PairInstances(settings, "synthetic")
+        instances = p | beam.Create(parts) | PairsFromGroups(settings, "synthetic")
         assert_that(instances, _check_pairs)
 
 
