@@ -31,7 +31,7 @@ from corpus.shardio import make_block, prepare_output_dir, write_blocks, write_m
 from corpus.vocab import TokenizerInfo, load_tokenizer
 from pipelines.beamfs import BEAM_FS
 from pipelines.counters import counter, read_counters
-from pipelines.documents_io import ReadDocuments, read_store_stats
+from pipelines.documents_io import read_store_stats, require_documents
 from pipelines.options import pipeline_options
 from pipelines.outputs import remove_dir
 from pipelines.shard_instances import (
@@ -291,9 +291,12 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     )
     try:
         with beam.Pipeline(options=options) as p:
-            rows = p | "Read" >> ReadDocuments(config.input)
+            # pyarrow Tables: whole row groups of the store, never one dict per document.
+            tables = p | "Read" >> beam.io.ReadFromParquetBatched(
+                require_documents(config.input), columns=["id", "text"]
+            )
             # (bucket, SequenceBatch): training sequences, [CLS] ... [SEP], in no order yet.
-            batches = rows | "BuildInstances" >> BuildInstances(
+            batches = tables | "BuildInstances" >> BuildInstances(
                 info.tokenizer.to_str(), settings, config.input
             )
             # (shard, [(positions, SequenceBatch)]): shuffled across the whole corpus.

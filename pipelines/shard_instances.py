@@ -109,8 +109,24 @@ class _Collector:
             yield int(buckets[part[0]]), batch.take(part)
 
 
-def _text_chars(row: dict[str, Any]) -> int:
-    return len(row["text"])
+class _SliceTable(beam.DoFn):
+    """A Parquet record batch (pyarrow Table with `id` and `text`) -> lists of (id, text)
+    holding about TOKENIZE_BATCH_CHARS of text each. Reading whole row groups skips Beam's
+    per-row dicts; how rows are sliced does not change the result."""
+
+    def process(self, table: Any) -> Iterator[list[tuple[str, str]]]:
+        ids = table.column("id").to_pylist()
+        texts = table.column("text").to_pylist()
+        batch: list[tuple[str, str]] = []
+        size = 0
+        for doc_id, text in zip(ids, texts, strict=True):
+            batch.append((doc_id, text))
+            size += len(text)
+            if size >= TOKENIZE_BATCH_CHARS:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
 
 
 def _doc_id(item: tuple[str, Any]) -> str:
@@ -118,7 +134,7 @@ def _doc_id(item: tuple[str, Any]) -> str:
 
 
 class _BuildBatch(beam.DoFn):
-    """[document row] -> (bucket, SequenceBatch); FULL-SENTENCES tails go to `tails` and,
+    """[(doc id, text)] -> (bucket, SequenceBatch); FULL-SENTENCES tails go to `tails` and,
     for nsp / sso, tokenized documents to `docs`, each as (group, [(doc id, item)])."""
 
     TAILS = "tails"
@@ -136,21 +152,20 @@ class _BuildBatch(beam.DoFn):
     def setup(self) -> None:
         self.tok = Tokenizer.from_str(self.tokenizer_json)
 
-    def process(self, rows: list[dict[str, Any]]) -> Iterator[Any]:
+    def process(self, rows: list[tuple[str, str]]) -> Iterator[Any]:
         assert self.tok is not None
         # SpanBERT's single segments ignore sentence boundaries: no splitter for them.
         split = self.s.mode != "single"
-        docs = tokenize_documents(self.tok, [r["text"] for r in rows], split, self.s.language)
+        docs = tokenize_documents(self.tok, [text for _, text in rows], split, self.s.language)
         self.docs_counter.inc(len(rows))
         out = _Collector(self.s)
         grouped: dict[int, list[tuple[str, Any]]] = defaultdict(list)
         counts = PairCounts()
-        for row, doc in zip(rows, docs, strict=True):
+        for (doc_id, _), doc in zip(rows, docs, strict=True):
             if len(doc) == 0:
                 self.empty.inc()
                 continue
             self.tokens.inc(doc.num_tokens)
-            doc_id = row["id"]
             if self.s.mode in PACKED_MODES:
                 self._pack(doc_id, doc, out, grouped)
             elif self.s.mode == "sop":
@@ -294,7 +309,8 @@ class PairsFromGroups(beam.PTransform):
 
 
 class BuildInstances(beam.PTransform):
-    """Document rows -> (bucket, SequenceBatch) of the configured mode, not yet in order."""
+    """Parquet record batches of a document store -> (bucket, SequenceBatch) of the
+    configured mode, not yet in any order."""
 
     def __init__(self, tokenizer_json: str, settings: InstanceSettings, source: str) -> None:
         super().__init__()
@@ -302,15 +318,10 @@ class BuildInstances(beam.PTransform):
         self.s = settings
         self.source = source
 
-    def expand(self, rows: Any) -> Any:
+    def expand(self, tables: Any) -> Any:
         built = (
-            rows
-            # Batches of about TOKENIZE_BATCH_CHARS of text; how rows are batched does not
-            # change the result, only how well the Rust tokenizer can use the cores.
-            | "BatchDocuments"
-            >> beam.BatchElements(
-                min_batch_size=1, max_batch_size=TOKENIZE_BATCH_CHARS, element_size_fn=_text_chars
-            )
+            tables
+            | "SliceDocuments" >> beam.ParDo(_SliceTable())
             | "TokenizeAndBuild"
             >> beam.ParDo(_BuildBatch(self.tokenizer_json, self.s)).with_outputs(
                 _BuildBatch.TAILS, _BuildBatch.DOCS, main="sequences"
