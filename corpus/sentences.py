@@ -1,9 +1,11 @@
 """Sentence segmentation for building sentence-aligned training sequences.
 
 The work is done by `sentencex` (Wikimedia's segmenter: Rust, ~300 languages, rules for
-abbreviations, initials, decimals, ellipses and quotes). On the pragmatic-segmenter golden
-rules it gets 37 of 37 right where our earlier regex splitter got 28, and it runs about
-1.6x faster (bench/shard/sentences.py prints both). Two things are added here:
+abbreviations, initials, decimals, ellipses and quotes). Measured once on the
+pragmatic-segmenter golden rules it got 37 of 37 right where our earlier regex splitter got
+28 (pysbd 36 but ~500x slower, nupunkt 33, blingfire 34), and it ran about 1.6x faster than
+the regex splitter; bench/shard/sentences.py compares it with the peers installed. Two
+things are added here:
 
 - a boundary is only accepted where whitespace separates the pieces, so identifiers such as
   `os.path` or `self._rescale` in technical text are never cut in the middle of a word;
