@@ -1,347 +1,334 @@
-"""Tokenizers: train WordPiece / byte-level BPE / Unigram with Hugging Face `tokenizers`,
-save them as a directory `transformers.AutoTokenizer` loads, and load them back.
+"""Tokenizers: train WordPiece (BERT), byte-level BPE (RoBERTa) or Unigram (ALBERT) with
+Hugging Face `tokenizers`, deterministically: the same texts give a byte-identical
+`tokenizer.json` whatever their order and on every run.
+
+`tokenizers` alone does not promise that. Its WordPiece trainer numbers `##c` pieces in
+hash-map order and breaks ties between equal merges by those numbers (see
+`corpus.vocab_alphabet`); its Unigram trainer sums in hash-map order, so scores differ in the
+last bits, and gives characters it had to re-add penalty scores in hash-set order. We fix the
+first by choosing the alphabet ourselves, the second by `canonical_unigram`. Byte-level BPE
+is deterministic as it is.
+
+The directory format (save, load, copy) lives in `corpus.vocab_files` and is re-exported.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import trainers as tk_trainers
 
-from schemas.errors import BadInputError
-from schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
+from corpus.vocab_alphabet import AlphabetPlan, plan_alphabet
+from corpus.vocab_alphabet import char_counts as count_chars
+from corpus.vocab_files import (
+    DIRECTORY_FILES,
+    MODEL_MAX_LENGTH,
+    TOKENIZER_FILE,
+    VOCAB_STATS_FILE,
+    TokenizerInfo,
+    add_post_processor,
+    copy_tokenizer_dir,
+    load_tokenizer,
+    replace_dir,
+    tokenizer_kind,
+    word_start_table,
+    write_tokenizer_dir,
+)
+from corpus.vocab_sample import sample_score
+from schemas.errors import BadInputError, UsageError
+from schemas.special_tokens import VOCAB_KINDS, special_tokens_for
 
-TOKENIZER_FILE = "tokenizer.json"
+__all__ = [
+    "DEFAULT_CASED",
+    "DEFAULT_VOCAB_SIZE",
+    "DIRECTORY_FILES",
+    "MODEL_MAX_LENGTH",
+    "NO_TEXT",
+    "TOKENIZER_FILE",
+    "VOCAB_STATS_FILE",
+    "TokenizerInfo",
+    "VocabConfig",
+    "canonical_unigram",
+    "copy_tokenizer_dir",
+    "load_tokenizer",
+    "new_tokenizer",
+    "sample_score",
+    "save_tokenizer",
+    "tokenizer_kind",
+    "train_tokenizer",
+    "train_tokenizer_from_files",
+    "word_start_table",
+]
+
 # Paper defaults: BERT's uncased vocabulary has 30522 entries, RoBERTa's 50265, ALBERT's 30000.
 DEFAULT_VOCAB_SIZE = {"wordpiece": 30522, "bpe": 50265, "unigram": 30000}
-MODEL_MAX_LENGTH = 512
+# BERT's and ALBERT's published vocabularies are lowercased; RoBERTa's byte-level BPE is not.
+DEFAULT_CASED = {"wordpiece": False, "bpe": True, "unigram": False}
+# Unigram scores are rounded to this many decimals. The trainer's scores differ between runs
+# by up to ~4e-11 (hash-order summation); 1e-4 in log-probability is far below what changes
+# a segmentation, and makes a run whose rounding differs improbable (~1e-4 at 16k pieces).
+UNIGRAM_SCORE_DECIMALS = 4
+# tokenizers' Unigram trainer scores characters it must re-add as min_score + k * 1e-4.
+_UNIGRAM_PENALTY_STEP = 1e-4
+NO_TEXT = "no text to train a vocabulary on: the input is empty or every document was filtered"
 
 
 @dataclass(frozen=True)
 class VocabConfig:
     kind: str = "wordpiece"
     vocab_size: int | None = None  # None: the paper default for `kind`
-    min_frequency: int = 2
-    limit_alphabet: int = 1000
-    cased: bool = False
+    min_frequency: int = 2  # WordPiece and BPE: merges seen fewer times are not made
+    limit_alphabet: int | None = 1000  # WordPiece: keep this many most frequent characters
+    cased: bool | None = None  # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not)
     extra_special_tokens: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in VOCAB_KINDS:
-            raise ValueError(f"unknown vocabulary kind {self.kind!r}; use {', '.join(VOCAB_KINDS)}")
+            raise UsageError(f"unknown vocabulary kind {self.kind!r}; use {', '.join(VOCAB_KINDS)}")
+        specials = special_tokens_for(self.kind).order
+        floor = len(specials) + len(self.extra_special_tokens) + 1
+        if self.vocab_size is not None and self.vocab_size < floor:
+            raise UsageError(f"--vocab-size must be at least {floor} (got {self.vocab_size})")
+        if self.min_frequency < 0:
+            raise UsageError(f"--min-frequency must not be negative (got {self.min_frequency})")
+        if self.limit_alphabet is not None and self.limit_alphabet < 1:
+            raise UsageError(f"--limit-alphabet must be positive (got {self.limit_alphabet})")
+        for token in self.extra_special_tokens:
+            if not token or token != token.strip():
+                raise UsageError(f"special token {token!r} is empty or has surrounding spaces")
+            if token in specials:
+                raise UsageError(f"{token} is already a {self.kind} special token")
+        if len(set(self.extra_special_tokens)) != len(self.extra_special_tokens):
+            raise UsageError("--special-tokens lists a token twice")
 
     @property
     def size(self) -> int:
         return self.vocab_size or DEFAULT_VOCAB_SIZE[self.kind]
 
+    @property
+    def lowercase(self) -> bool:
+        return not (DEFAULT_CASED[self.kind] if self.cased is None else self.cased)
 
-def new_tokenizer(config: VocabConfig) -> tuple[Tokenizer, tk_trainers.Trainer]:
-    """An untrained tokenizer and its trainer, set up the way BERT/RoBERTa/ALBERT did."""
+    @property
+    def special_tokens(self) -> list[str]:
+        """In id order: the kind's five, then the extra ones."""
+        return list(special_tokens_for(self.kind).order) + list(self.extra_special_tokens)
+
+
+def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
+    """The normalizer, pre-tokenizer and decoder BERT / RoBERTa / ALBERT use, no vocabulary."""
     sp = special_tokens_for(config.kind)
-    specials = list(sp.order) + list(config.extra_special_tokens)
     if config.kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token=sp.unk, max_input_chars_per_word=100))
         tok.normalizer = normalizers.BertNormalizer(
             clean_text=True,
             handle_chinese_chars=True,
-            strip_accents=None,
-            lowercase=not config.cased,
+            strip_accents=None,  # None: strip accents exactly when lowercasing, as BERT does
+            lowercase=config.lowercase,
         )
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
-        trainer: tk_trainers.Trainer = tk_trainers.WordPieceTrainer(
-            vocab_size=config.size,
-            min_frequency=config.min_frequency,
-            limit_alphabet=config.limit_alphabet,
-            special_tokens=specials,
-            continuing_subword_prefix="##",
-            show_progress=False,
-        )
     elif config.kind == "bpe":
         tok = Tokenizer(models.BPE(unk_token=None))
+        if config.lowercase:
+            tok.normalizer = normalizers.Lowercase()
+        # RoBERTa: no space is added before the first word.
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = tk_trainers.BpeTrainer(
-            vocab_size=config.size,
-            min_frequency=config.min_frequency,
-            special_tokens=specials,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
     else:
         tok = Tokenizer(models.Unigram())
         steps: list[normalizers.Normalizer] = [normalizers.NFKC()]
-        if not config.cased:
+        if config.lowercase:
             steps.append(normalizers.Lowercase())
         tok.normalizer = normalizers.Sequence(steps)
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-        trainer = tk_trainers.UnigramTrainer(
-            vocab_size=config.size,
-            special_tokens=specials,
-            unk_token=sp.unk,
-            show_progress=False,
-        )
-    return tok, trainer
-
-
-def _add_post_processor(tok: Tokenizer, kind: str) -> None:
-    sp = special_tokens_for(kind)
-    cls_id, sep_id = tok.token_to_id(sp.cls), tok.token_to_id(sp.sep)
-    assert cls_id is not None and sep_id is not None, "special tokens are added before training"
-    if kind == "bpe":
-        tok.post_processor = processors.RobertaProcessing(
-            (sp.sep, sep_id), (sp.cls, cls_id), trim_offsets=True, add_prefix_space=False
-        )
-        return
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{sp.cls} $A {sp.sep}",
-        pair=f"{sp.cls} $A {sp.sep} $B:1 {sp.sep}:1",
-        special_tokens=[(sp.cls, cls_id), (sp.sep, sep_id)],
-    )
-
-
-def train_tokenizer(texts: Iterable[str], config: VocabConfig) -> Tokenizer:
-    """Train on `texts` (streamed once). BadInputError if they hold no usable text."""
-    tok, trainer = new_tokenizer(config)
-    counted = _CountingIterator(texts)
-    tok.train_from_iterator(counted, trainer=trainer)
-    sp = special_tokens_for(config.kind)
-    if counted.chars == 0 or tok.get_vocab_size() <= len(sp.order) + len(
-        config.extra_special_tokens
-    ):
-        raise BadInputError(
-            "no text to train a vocabulary on: the input is empty or every document was filtered"
-        )
-    _add_post_processor(tok, config.kind)
     return tok
 
 
-class _CountingIterator(Iterator[str]):
-    def __init__(self, texts: Iterable[str]) -> None:
+def new_trainer(
+    config: VocabConfig, alphabet: AlphabetPlan | None = None, show_progress: bool = False
+) -> tk_trainers.Trainer:
+    """The trainer for `config`. WordPiece needs the `alphabet` plan to be deterministic."""
+    specials = config.special_tokens
+    if config.kind == "wordpiece":
+        if alphabet is None:
+            raise ValueError("WordPiece training needs an AlphabetPlan (see plan_alphabet)")
+        # The `##c` pieces go in as "special tokens" only so that their ids are fixed here;
+        # finish_training makes them ordinary vocabulary entries again.
+        return tk_trainers.WordPieceTrainer(
+            vocab_size=config.size,
+            min_frequency=config.min_frequency,
+            limit_alphabet=max(1, len(alphabet.alphabet)),
+            initial_alphabet=list(alphabet.alphabet),
+            special_tokens=specials + list(alphabet.continuations),
+            continuing_subword_prefix="##",
+            show_progress=show_progress,
+        )
+    if config.kind == "bpe":
+        return tk_trainers.BpeTrainer(
+            vocab_size=config.size,
+            min_frequency=config.min_frequency,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=show_progress,
+        )
+    return tk_trainers.UnigramTrainer(
+        vocab_size=config.size,
+        special_tokens=specials,
+        unk_token=special_tokens_for(config.kind).unk,
+        show_progress=show_progress,
+    )
+
+
+def new_tokenizer(
+    config: VocabConfig, alphabet: AlphabetPlan | None = None
+) -> tuple[Tokenizer, tk_trainers.Trainer]:
+    """An untrained tokenizer and its trainer, set up the way BERT/RoBERTa/ALBERT did."""
+    return untrained_tokenizer(config), new_trainer(config, alphabet)
+
+
+def train_tokenizer(
+    texts: Iterable[str] | Iterable[list[str]],
+    config: VocabConfig,
+    char_counts: Mapping[str, int] | None = None,
+    show_progress: bool = False,
+    length: int | None = None,
+) -> Tokenizer:
+    """Train on `texts`, strings or lists of strings, streamed once.
+
+    WordPiece needs the character counts of the texts first: pass `char_counts` (from
+    `corpus.vocab_alphabet.char_counts`, or a Beam combine), or texts in a list so they can
+    be counted here. BadInputError if the texts hold nothing but whitespace.
+    """
+    tok = untrained_tokenizer(config)
+    plan = None
+    if config.kind == "wordpiece":
+        if char_counts is None:
+            if not isinstance(texts, Sequence):
+                raise ValueError("WordPiece from a one-pass stream needs its char_counts")
+            char_counts = count_chars(_flat(texts))
+        plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
+        if not plan.alphabet:
+            raise BadInputError(NO_TEXT)
+    trainer = new_trainer(config, plan, show_progress)
+    seen = _SeesText(texts)
+    tok.train_from_iterator(seen, trainer=trainer, length=length)
+    if not seen.found:
+        raise BadInputError(NO_TEXT)
+    return finish_training(tok, config, plan)
+
+
+def train_tokenizer_from_files(
+    files: Iterable[str], config: VocabConfig, char_counts: Mapping[str, int] | None = None
+) -> Tokenizer:
+    """As `train_tokenizer`, but `tokenizers` reads the local text files itself (one
+    training sequence per line)."""
+    paths = sorted(files)
+    if not any(_file_has_text(p) for p in paths):
+        raise BadInputError(NO_TEXT)
+    tok = untrained_tokenizer(config)
+    plan = None
+    if config.kind == "wordpiece":
+        if char_counts is None:
+            char_counts = count_chars(_lines(paths))
+        plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
+    tok.train(paths, trainer=new_trainer(config, plan))
+    return finish_training(tok, config, plan)
+
+
+def _file_has_text(path: str) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any(not line.isspace() for line in f)
+
+
+def _lines(paths: Iterable[str]) -> Iterator[str]:
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            yield from f
+
+
+def _flat(texts: Iterable[str] | Iterable[list[str]]) -> Iterator[str]:
+    for item in texts:
+        if isinstance(item, str):
+            yield item
+        else:
+            yield from item
+
+
+class _SeesText(Iterator[Any]):
+    """Passes items through and notes whether any holds a non-whitespace character."""
+
+    def __init__(self, texts: Iterable[Any]) -> None:
         self._it = iter(texts)
-        self.docs = 0
-        self.chars = 0
+        self.found = False
 
-    def __next__(self) -> str:
-        text = next(self._it)
-        self.docs += 1
-        self.chars += len(text.strip())
-        return text
+    def __next__(self) -> Any:
+        item = next(self._it)
+        if not self.found:
+            batch = [item] if isinstance(item, str) else item
+            self.found = any(text and not text.isspace() for text in batch)
+        return item
 
 
-def save_tokenizer(tok: Tokenizer, config: VocabConfig, directory: str | Path) -> Path:
-    """Write the HF tokenizer directory atomically (a temp dir renamed into place)."""
-    out = Path(directory)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        _write_tokenizer_files(tok, config, tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | None) -> Tokenizer:
+    """The trained tokenizer in canonical form, with its post-processor. Checks that the
+    special tokens got ids 0, 1, 2, ... in their order."""
+    spec = json.loads(tok.to_str())
+    if plan is not None and plan.continuations:
+        helpers = set(plan.continuations)
+        spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]
+    if config.kind == "unigram":
+        spec["model"] = canonical_unigram(spec["model"], len(config.special_tokens))
+    out = Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
+    for i, token in enumerate(config.special_tokens):
+        if out.token_to_id(token) != i:
+            raise AssertionError(f"special token {token} has id {out.token_to_id(token)}, not {i}")
+    add_post_processor(out, config.kind, special_tokens_for(config.kind))
     return out
 
 
-def _write_tokenizer_files(tok: Tokenizer, config: VocabConfig, out: Path) -> None:
-    sp = special_tokens_for(config.kind)
-    tok.save(str(out / TOKENIZER_FILE), pretty=False)
-    cls_name = {
-        "wordpiece": "BertTokenizer",
-        "bpe": "RobertaTokenizer",
-        "unigram": "PreTrainedTokenizerFast",
-    }[config.kind]
-    special_map = {
-        "pad_token": sp.pad,
-        "unk_token": sp.unk,
-        "cls_token": sp.cls,
-        "sep_token": sp.sep,
-        "mask_token": sp.mask,
-    }
-    if config.kind != "wordpiece":
-        special_map.update(bos_token=sp.cls, eos_token=sp.sep)
-    if config.extra_special_tokens:
-        special_map["additional_special_tokens"] = list(config.extra_special_tokens)  # type: ignore[assignment]
-    tok_config: dict[str, object] = {
-        "tokenizer_class": cls_name,
-        "model_max_length": MODEL_MAX_LENGTH,
-        "clean_up_tokenization_spaces": False,
-        "clozeworks_kind": config.kind,
-        **special_map,
-    }
-    if config.kind == "wordpiece":
-        tok_config.update(do_lower_case=not config.cased, strip_accents=None)
-    if config.kind == "bpe":
-        tok_config.update(add_prefix_space=False, trim_offsets=True)
-    _write_json(out / "tokenizer_config.json", tok_config)
-    _write_json(out / "special_tokens_map.json", special_map)
-    vocab = tok.get_vocab()
-    if config.kind == "wordpiece":
-        ordered = sorted(vocab.items(), key=lambda kv: kv[1])
-        (out / "vocab.txt").write_text("".join(f"{t}\n" for t, _ in ordered), encoding="utf-8")
-    elif config.kind == "bpe":
-        model = json.loads(tok.to_str())["model"]
-        _write_json(out / "vocab.json", model["vocab"])
-        merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
-        (out / "merges.txt").write_text(
-            "#version: 0.2\n" + "".join(f"{m}\n" for m in merges), encoding="utf-8"
-        )
-
-
-def _write_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-@dataclass
-class TokenizerInfo:
-    """A loaded tokenizer and the facts the shard builder and trainer need about it."""
-
-    tokenizer: Tokenizer
-    kind: str
-    special: SpecialTokens
-    special_ids: dict[str, int]
-    sha256: str
-    path: str
-    all_special_ids: list[int] = field(default_factory=list)
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
-
-    def word_start_table(self) -> list[bool]:
-        """For every id: does this piece start a word? (whole-word masking reads this)"""
-        return word_start_table(self.tokenizer, self.special)
-
-
-def word_start_table(tok: Tokenizer, sp: SpecialTokens) -> list[bool]:
-    """Per id, True when the piece begins a word: WordPiece pieces without `##`, BPE pieces
-    with `Ġ`, Unigram pieces with `▁`. Special tokens count as word starts."""
-    size = tok.get_vocab_size(with_added_tokens=True)
-    table = [True] * size
-    for token, idx in tok.get_vocab(with_added_tokens=True).items():
-        if token in sp.order:
-            continue
-        if sp.continuation_prefix is not None:
-            table[idx] = not token.startswith(sp.continuation_prefix)
-        elif sp.word_start_prefix is not None:
-            table[idx] = token.startswith(sp.word_start_prefix)
-    return table
-
-
-def tokenizer_kind(tok: Tokenizer) -> str:
-    model_type = json.loads(tok.to_str())["model"]["type"]
-    kind = {"WordPiece": "wordpiece", "BPE": "bpe", "Unigram": "unigram"}.get(model_type)
-    if kind is None:
-        raise BadInputError(f"tokenizer model {model_type!r} is not WordPiece, BPE or Unigram")
-    return kind
-
-
-def load_tokenizer(path: str | Path) -> TokenizerInfo:
-    """Load a tokenizer directory (with tokenizer.json), a tokenizer.json file, or a plain
-    BERT vocab.txt. BadInputError naming the path if it is none of these or lacks the
-    special tokens its kind needs."""
-    p = Path(path)
-    if p.is_dir():
-        if (p / TOKENIZER_FILE).is_file():
-            p = p / TOKENIZER_FILE
-        elif (p / "vocab.txt").is_file():
-            p = p / "vocab.txt"
-        else:
-            raise BadInputError(f"{path}: no tokenizer.json or vocab.txt in this directory")
-    if not p.is_file():
-        raise BadInputError(f"{path}: no such tokenizer")
-    data = p.read_bytes()
-    try:
-        tok = _from_vocab_txt(p) if p.name.endswith(".txt") else Tokenizer.from_str(data.decode())
-    except Exception as err:  # tokenizers raises bare Exception subclasses on bad files
-        raise BadInputError(f"{p}: not a tokenizer ({err})") from None
-    kind = tokenizer_kind(tok)
-    sp = special_tokens_for(kind)
-    ids: dict[str, int] = {}
-    for role, token in sp.roles().items():
-        idx = tok.token_to_id(token)
-        if idx is None:
-            raise BadInputError(f"{p}: the {kind} special token {token} ({role}) is missing")
-        ids[role] = idx
-    all_special = sorted(set(ids.values()) | _added_special_ids(tok))
-    if p.name.endswith(".txt"):
-        data = tok.to_str().encode()
-    return TokenizerInfo(
-        tokenizer=tok,
-        kind=kind,
-        special=sp,
-        special_ids=ids,
-        sha256=hashlib.sha256(data).hexdigest(),
-        path=str(p),
-        all_special_ids=all_special,
+def canonical_unigram(model: dict[str, Any], n_special: int) -> dict[str, Any]:
+    """A Unigram model's `vocab` made independent of hash order: the characters the trainer
+    re-added with penalty scores get those scores by code point, every score is rounded to
+    UNIGRAM_SCORE_DECIMALS, and pieces are ordered by score, then by text."""
+    specials = [list(p) for p in model["vocab"][:n_special]]
+    pieces = [(str(p), float(s)) for p, s in model["vocab"][n_special:]]
+    if not pieces:
+        return model
+    floor = min(s for _, s in pieces)
+    penalized = sorted(
+        (p for p, s in pieces if len(p) == 1 and _on_penalty_grid(s - floor)), key=ord
     )
+    rescored = dict(pieces)
+    for k, p in enumerate(penalized):
+        rescored[p] = floor + k * _UNIGRAM_PENALTY_STEP
+    ordered = sorted(
+        ((p, round(s, UNIGRAM_SCORE_DECIMALS)) for p, s in rescored.items()),
+        key=_by_score_then_text,
+    )
+    return {**model, "vocab": specials + [[p, s] for p, s in ordered]}
 
 
-def _added_special_ids(tok: Tokenizer) -> set[int]:
-    return {idx for idx, added in tok.get_added_tokens_decoder().items() if added.special}
+def _on_penalty_grid(offset: float) -> bool:
+    steps = offset / _UNIGRAM_PENALTY_STEP
+    return offset > -1e-9 and math.isclose(steps, round(steps), abs_tol=1e-5)
 
 
-def _from_vocab_txt(path: Path) -> Tokenizer:
-    """A BERT tokenizer from a plain vocab.txt, configured as BertTokenizerFast would be."""
-    vocab: dict[str, int] = {}
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        token = line.rstrip("\n")
-        if token and token not in vocab:
-            vocab[token] = i
-    sp = special_tokens_for("wordpiece")
-    missing = [t for t in sp.order if t not in vocab]
-    if missing:
-        raise BadInputError(f"{path}: vocab.txt lacks {', '.join(missing)}")
-    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token=sp.unk))
-    lowercase = not any(t[:1].isupper() for t in vocab if not t.startswith("["))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece(prefix="##")
-    tok.add_special_tokens(list(sp.order))
-    _add_post_processor(tok, "wordpiece")
-    return tok
+def _by_score_then_text(item: tuple[str, float]) -> tuple[float, str]:
+    return -item[1], item[0]
 
 
-def copy_tokenizer_dir(info: TokenizerInfo, directory: str | Path) -> None:
-    """Copy the tokenizer files a shard set or a run keeps beside itself."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    src = Path(info.path)
-    if src.name == TOKENIZER_FILE:
-        for f in src.parent.iterdir():
-            if f.is_file() and (f.suffix in (".json", ".txt")):
-                shutil.copyfile(f, out / f.name)
-    else:
-        info.tokenizer.save(str(out / TOKENIZER_FILE), pretty=False)
-        shutil.copyfile(src, out / "vocab.txt")
+def save_tokenizer(tok: Tokenizer, config: VocabConfig, directory: str | Path) -> Path:
+    """Write the HF tokenizer directory atomically (a temp dir swapped into place)."""
 
+    def build(tmp: Path) -> None:
+        write_tokenizer_dir(tok, tmp, config.kind, config.extra_special_tokens)
 
-def train_tokenizer_from_files(files: Iterable[str], config: VocabConfig) -> Tokenizer:
-    """As `train_tokenizer`, streaming text files (one training sequence per line) in Rust."""
-    paths = sorted(files)
-    chars = sum(os.path.getsize(p) for p in paths)
-    if chars == 0:
-        raise BadInputError(
-            "no text to train a vocabulary on: the input is empty or every document was filtered"
-        )
-    tok, trainer = new_tokenizer(config)
-    tok.train(paths, trainer=trainer)
-    _add_post_processor(tok, config.kind)
-    return tok
-
-
-def sample_score(seed: int, doc_id: str) -> float:
-    """A document's place in the deterministic sample: uniform in [0, 1) from (seed, id)."""
-    digest = hashlib.blake2b(f"{seed}\x00{doc_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
+    return replace_dir(build, directory)

@@ -1,0 +1,124 @@
+"""Character counts, and the WordPiece alphabet chosen from them.
+
+Why this exists: `tokenizers`' WordPiece trainer is not deterministic (huggingface/tokenizers
+#1794). It gives `##c` pieces their ids in hash-map order, which is random per process, and
+breaks ties between merges of equal count by those ids; its `limit_alphabet` cut also breaks
+ties in hash order. The same text then gives a different vocabulary on every run. We choose
+the alphabet here, from character counts with ties broken by code point, and hand the trainer
+every `##c` up front in sorted order, so nothing is left to hash order.
+
+Counting is per raw character (numpy, a few hundred MB/s); BERT's normalizer works character
+by character (clean-up, CJK spacing, NFD accent stripping, lowercasing), so the counts of the
+normalized characters follow exactly from the raw ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from tokenizers import Tokenizer
+
+# Characters are counted in batches of about this many, so numpy's per-call cost vanishes.
+_FLUSH_CHARS = 1 << 20
+
+
+class CharCounter:
+    """Counts characters of many texts; mergeable, so a Beam CombineFn can use it."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._pending: list[str] = []
+        self._pending_chars = 0
+
+    def add(self, text: str) -> None:
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if self._pending_chars >= _FLUSH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        joined = "".join(self._pending)
+        self._pending, self._pending_chars = [], 0
+        # Slices bound the uint32 copy to 4 bytes per character of one slice.
+        for start in range(0, len(joined), _FLUSH_CHARS):
+            self._count(joined[start : start + _FLUSH_CHARS])
+
+    def _count(self, text: str) -> None:
+        # Code points as uint32; "surrogatepass" keeps a lone surrogate countable, not fatal.
+        points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        per_point = np.bincount(points)
+        present = np.flatnonzero(per_point)
+        for point, count in zip(present.tolist(), per_point[present].tolist(), strict=True):
+            self.counts[chr(point)] += count
+
+    def merge(self, other: CharCounter) -> None:
+        other.flush()
+        self.flush()
+        self.counts.update(other.counts)
+
+    def result(self) -> dict[str, int]:
+        self.flush()
+        return dict(self.counts)
+
+
+def char_counts(texts: Iterable[str]) -> dict[str, int]:
+    """How often each character occurs in `texts`."""
+    counter = CharCounter()
+    for text in texts:
+        counter.add(text)
+    return counter.result()
+
+
+@dataclass(frozen=True)
+class AlphabetPlan:
+    """What the WordPiece trainer is told, so that its output depends on the text alone."""
+
+    # Normalized characters kept, sorted by code point.
+    alphabet: tuple[str, ...]
+    # "##c" for every kept character that can continue a word, sorted.
+    continuations: tuple[str, ...]
+    # Distinct normalized characters in the text, before the limit.
+    seen: int
+
+
+def plan_alphabet(
+    raw_counts: Mapping[str, int], tok: Tokenizer, limit: int | None, prefix: str = "##"
+) -> AlphabetPlan:
+    """The alphabet the trainer would keep from `raw_counts` (the `limit` most frequent
+    normalized characters, ties broken by code point), and its continuation pieces.
+
+    `tok` is the untrained tokenizer: its normalizer and pre-tokenizer decide what a
+    character becomes and whether it can sit inside a word (punctuation and CJK never do).
+    """
+    normalizer, pre_tokenizer = tok.normalizer, tok.pre_tokenizer
+    counts: Counter[str] = Counter()
+    for raw, count in raw_counts.items():
+        normalized = normalizer.normalize_str(raw) if normalizer is not None else raw
+        for ch in normalized:
+            # Whitespace is never part of a word: the pre-tokenizer drops it.
+            if pre_tokenizer is None or pre_tokenizer.pre_tokenize_str(ch):
+                counts[ch] += count
+    ranked = sorted(counts.items(), key=_by_count_then_code_point)
+    kept = sorted(ch for ch, _ in (ranked if limit is None else ranked[:limit]))
+    continuations = tuple(f"{prefix}{ch}" for ch in kept if _continues_a_word(tok, ch))
+    return AlphabetPlan(alphabet=tuple(kept), continuations=continuations, seen=len(counts))
+
+
+def _by_count_then_code_point(item: tuple[str, int]) -> tuple[int, int]:
+    return -item[1], ord(item[0])
+
+
+def _continues_a_word(tok: Tokenizer, ch: str) -> bool:
+    """Can `ch` follow a letter inside one word? ("a" + ch stays one pre-token.)"""
+    text = "a" + ch
+    if tok.normalizer is not None:
+        text = tok.normalizer.normalize_str(text)
+    if tok.pre_tokenizer is None:
+        return True
+    words = [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(text)]
+    return words == ["a" + ch]

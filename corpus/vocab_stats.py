@@ -1,0 +1,87 @@
+"""How well a trained vocabulary fits text it was not trained on (`vocab_stats.json`).
+
+Words are whitespace-separated words, the same for every vocabulary kind, so tokens per
+word compares WordPiece, BPE and Unigram on equal terms. Characters count everything but
+line breaks. Special tokens are never counted (texts are encoded without them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+
+@dataclass
+class HeldOutStats:
+    """Running totals over held-out lines; `add` them in batches, then read `summary()`."""
+
+    vocab_size: int
+    unk_id: int | None
+    special_ids: frozenset[int] = frozenset()
+    lines: int = 0
+    words: int = 0
+    chars: int = 0
+    tokens: int = 0
+    unk_tokens: int = 0
+    _used: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._used = np.zeros(self.vocab_size, dtype=bool)
+
+    def add(self, tok: Tokenizer, texts: list[str]) -> None:
+        if not texts:
+            return
+        encodings = tok.encode_batch_fast(texts, add_special_tokens=False)
+        for text, enc in zip(texts, encodings, strict=True):
+            ids = enc.ids
+            self.lines += 1
+            self.words += len(text.split())
+            self.chars += len(text)
+            self.tokens += len(ids)
+            if ids:
+                arr = np.asarray(ids, dtype=np.int64)
+                self._used[arr] = True
+                if self.unk_id is not None:
+                    self.unk_tokens += int(np.count_nonzero(arr == self.unk_id))
+
+    def summary(self) -> dict[str, Any]:
+        """Totals and the rates people compare vocabularies by (None where undefined)."""
+        regular = self.vocab_size - len(self.special_ids)
+        used = int(self._used.sum()) - sum(1 for i in self.special_ids if self._used[i])
+        return {
+            "lines": self.lines,
+            "words": self.words,
+            "chars": self.chars,
+            "tokens": self.tokens,
+            "unk_tokens": self.unk_tokens,
+            "unk_rate": _ratio(self.unk_tokens, self.tokens),
+            "tokens_per_word": _ratio(self.tokens, self.words),
+            "chars_per_token": _ratio(self.chars, self.tokens),
+            "vocab_used": used,
+            "vocab_used_share": _ratio(used, regular),
+        }
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 6) if b else None
+
+
+def heldout_stats(
+    tok: Tokenizer,
+    batches: Iterable[list[str]],
+    unk_id: int | None,
+    special_ids: Iterable[int] = (),
+) -> dict[str, Any]:
+    """Encode every batch of held-out texts once and summarize (memory: one batch)."""
+    stats = HeldOutStats(
+        vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        unk_id=unk_id,
+        special_ids=frozenset(special_ids),
+    )
+    for batch in batches:
+        stats.add(tok, batch)
+    return stats.summary()
