@@ -1,24 +1,58 @@
 """`cloze vocab`: a document store -> a Hugging Face tokenizer directory.
 
-Beam draws a deterministic sample of documents and writes it as text files; the Rust
-trainer of `tokenizers` then streams those files, so memory does not grow with the corpus.
+Beam draws the deterministic training and held-out samples (`corpus.vocab_sample`) and
+writes them as text files next to the output (`OUTPUT/.staging-<run>/`), on whatever
+filesystem the output is on, so any runner works; for WordPiece it also counts characters.
+This process then streams the sample back into the Rust trainer a block at a time, so memory
+does not grow with the sample, measures the result on the held-out sample, and writes the
+directory (atomically when local; `tokenizer.json` last when not).
 """
 
 from __future__ import annotations
 
-import os
+import json
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
-from corpus.vocab import VocabConfig, sample_score, save_tokenizer, train_tokenizer_from_files
+from corpus.vocab import VocabConfig, train_tokenizer
+from corpus.vocab_alphabet import CharCounter
+from corpus.vocab_files import (
+    DIRECTORY_FILES,
+    TOKENIZER_FILE,
+    VOCAB_STATS_FILE,
+    replace_dir,
+    write_tokenizer_dir,
+)
+from corpus.vocab_sample import (
+    DEFAULT_HELDOUT_DOCS,
+    DEFAULT_SAMPLE_BYTES,
+    SampleRates,
+    plan_rates,
+    read_line_batches,
+)
+from corpus.vocab_stats import heldout_stats
 from pipelines.counters import counter, read_counters
-from pipelines.documents_io import ReadDocuments, read_store_stats
+from pipelines.documents_io import require_documents
 from pipelines.options import is_local, pipeline_options
-from schemas.errors import UsageError
+from pipelines.outputs import join, new_staging_dir, remove_dir
+from schemas.errors import BadInputError, UsageError
+from schemas.special_tokens import special_tokens_for
+
+HELDOUT = "heldout"
+SAMPLE_PREFIX = "sample"
+HELDOUT_PREFIX = "heldout"
+CHARS_FILE = "chars.json"
+STATS_VERSION = 1
 
 
 @dataclass
@@ -28,52 +62,271 @@ class VocabRunConfig:
     vocab: VocabConfig = field(default_factory=VocabConfig)
     sample_docs: int | None = None
     seed: int = 0
+    sample_bytes: int | None = DEFAULT_SAMPLE_BYTES  # None or 0: no limit
+    heldout_docs: int = DEFAULT_HELDOUT_DOCS
+    show_progress: bool = False
 
 
-class _InSample(beam.DoFn):
-    def __init__(self, seed: int, rate: float) -> None:
-        self.seed = seed
-        self.rate = rate
+class ReadDocumentTexts(beam.PTransform):
+    """A document store -> pyarrow Tables of its `id` and `text` columns (one per batch)."""
 
-    def process(self, row: dict[str, Any]) -> Any:
-        if sample_score(self.seed, row["id"]) < self.rate:
-            counter("sample.documents").inc()
-            counter("sample.chars").inc(len(row["text"]))
-            yield row["text"]
-
-
-class SampleText(beam.PTransform):
-    """Document rows -> the texts of a deterministic `rate` share of them."""
-
-    def __init__(self, seed: int, rate: float) -> None:
+    def __init__(self, directory: str) -> None:
         super().__init__()
-        self.seed = seed
-        self.rate = rate
+        self.pattern = require_documents(directory)
 
-    def expand(self, rows: Any) -> Any:
-        return rows | "DeterministicSample" >> beam.ParDo(_InSample(self.seed, self.rate))
+    def expand(self, pbegin: Any) -> Any:
+        return pbegin | "ReadParquetBatches" >> beam.io.ReadFromParquetBatched(
+            self.pattern, columns=["id", "text"]
+        )
+
+
+class _SplitBatch(beam.DoFn):
+    def __init__(self, rates: SampleRates) -> None:
+        self.rates = rates
+
+    def process(self, table: Any) -> Iterator[Any]:
+        train, heldout = self.rates.masks(table.column("id").to_pylist())
+        counter("documents_read").inc(table.num_rows)
+        for mask, name in ((train, "sample"), (heldout, HELDOUT)):
+            if not mask.any():
+                continue
+            column = table.filter(mask).column("text")
+            counter(f"{name}.documents").inc(len(column))
+            counter(f"{name}.bytes").inc(pc.sum(pc.binary_length(column)).as_py() or 0)
+            texts = column.to_pylist()
+            chunk = "\n".join(texts)
+            yield chunk if name == "sample" else beam.pvalue.TaggedOutput(HELDOUT, chunk)
+
+
+class SampleForVocab(beam.PTransform):
+    """Tables of (id, text) -> chunks of training-sample text (main output) and chunks of
+    held-out text (tagged `heldout`); a chunk is one batch's texts joined by newlines."""
+
+    def __init__(self, rates: SampleRates) -> None:
+        super().__init__()
+        self.rates = rates
+
+    def expand(self, tables: Any) -> Any:
+        return tables | "SplitBySeed" >> beam.ParDo(_SplitBatch(self.rates)).with_outputs(
+            HELDOUT, main="sample"
+        )
+
+
+class _CharCountsFn(beam.CombineFn):
+    def create_accumulator(self) -> CharCounter:
+        return CharCounter()
+
+    def add_input(self, acc: CharCounter, text: str) -> CharCounter:
+        acc.add(text)
+        return acc
+
+    def merge_accumulators(self, accs: Any) -> CharCounter:
+        merged = CharCounter()
+        for acc in accs:
+            merged.merge(acc)
+        return merged
+
+    def compact(self, acc: CharCounter) -> CharCounter:
+        acc.flush()
+        return acc
+
+    def extract_output(self, acc: CharCounter) -> dict[str, int]:
+        return acc.result()
+
+
+class CountChars(beam.PTransform):
+    """Texts -> one dict: how often each character occurs in all of them."""
+
+    def expand(self, texts: Any) -> Any:
+        return texts | "SumCharCounts" >> beam.CombineGlobally(_CharCountsFn())
+
+
+def _to_json(counts: dict[str, int]) -> str:
+    return json.dumps(counts, ensure_ascii=False, sort_keys=True)
+
+
+def store_totals(directory: str) -> tuple[int, int]:
+    """(documents, approximate text bytes) of a document store, from Parquet footers."""
+    pattern = require_documents(directory)
+    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    documents = text_bytes = 0
+    for path in files:
+        try:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                meta = pq.read_metadata(f)
+        except Exception as err:
+            raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
+        documents += meta.num_rows
+        text_col = meta.schema.names.index("text") if "text" in meta.schema.names else None
+        for rg in range(meta.num_row_groups):
+            group = meta.row_group(rg)
+            if text_col is not None:
+                # Plain-encoded strings carry a 4-byte length each.
+                col = group.column(text_col)
+                text_bytes += max(0, col.total_uncompressed_size - 4 * group.num_rows)
+    return documents, text_bytes
+
+
+def _is_local(path: str) -> bool:
+    return FileSystems.get_scheme(path) is None
+
+
+def _files(pattern: str) -> list[str]:
+    try:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    except Exception:
+        return []
+
+
+def _stream(pattern: str) -> Iterator[list[str]]:
+    """Batches of lines of every file matching `pattern`, read through Beam's filesystems."""
+    for path in _files(pattern):
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            yield from read_line_batches(f)
 
 
 def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
+    """Sample, train, measure, write. Returns what `vocab_stats.json` holds, and under
+    "seconds" how long each step took (not saved: it would make reruns differ)."""
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
     options = pipeline_options(beam_argv)
-    if not is_local(options):
-        raise UsageError("cloze vocab trains on this machine; run it with the DirectRunner")
-    upstream = read_store_stats(config.input)
-    total = int(upstream.get("documents_out", 0)) or None
-    rate = 1.0 if not config.sample_docs or not total else min(1.0, config.sample_docs / total)
-    with tempfile.TemporaryDirectory(prefix="cloze-vocab-") as tmp:
-        with beam.Pipeline(options=options) as p:
-            texts = (
-                p
-                | "Read" >> ReadDocuments(config.input)
-                | "Sample" >> SampleText(config.seed, rate)
+    if not is_local(options) and _is_local(config.output):
+        raise UsageError(
+            f"{config.output}: with a remote runner the sample is written next to --output, "
+            "so it must be on a shared filesystem (gs://, s3://, ...)"
+        )
+    documents, text_bytes = store_totals(config.input)
+    if documents == 0:
+        raise BadInputError(f"{config.input}: the document store holds no documents")
+    rates = plan_rates(
+        documents,
+        text_bytes,
+        seed=config.seed,
+        sample_docs=config.sample_docs,
+        sample_bytes=config.sample_bytes,
+        heldout_docs=config.heldout_docs,
+    )
+    existed = FileSystems.exists(config.output)
+    staging = new_staging_dir(config.output)
+    try:
+        counters = _draw_samples(config, options, rates, staging)
+        seconds["sample"], clock = _lap(clock)
+        if not counters.get("sample.documents"):
+            raise BadInputError(
+                f"{config.input}: the sample is empty: of {documents} documents, "
+                "--sample-docs / --sample-bytes select none (raise them)"
             )
-            _ = texts | "WriteSample" >> beam.io.WriteToText(os.path.join(tmp, "sample"))
-        files = [os.path.join(tmp, f) for f in sorted(os.listdir(tmp)) if f.startswith("sample")]
-        tok = train_tokenizer_from_files(files, config.vocab)
-    save_tokenizer(tok, config.vocab, config.output)
-    return {
+        chars = None
+        if config.vocab.kind == "wordpiece":
+            with FileSystems.open(join(staging, CHARS_FILE)) as f:
+                chars = json.loads(f.read().decode("utf-8"))
+        tok = train_tokenizer(
+            _stream(join(staging, f"{SAMPLE_PREFIX}*")),
+            config.vocab,
+            chars,
+            show_progress=config.show_progress,
+        )
+        seconds["train"], clock = _lap(clock)
+        measured = _measure(tok, config.vocab, join(staging, f"{HELDOUT_PREFIX}*"))
+        seconds["measure"], clock = _lap(clock)
+    except BaseException:
+        remove_dir(staging)
+        if not existed:  # leave behind no empty output directory of ours
+            remove_dir(config.output)
+        raise
+    remove_dir(staging)
+    stats: dict[str, Any] = {
+        "version": STATS_VERSION,
         "kind": config.vocab.kind,
-        "vocab_size": tok.get_vocab_size(),
-        **read_counters(p.result),
+        "vocab_size": tok.get_vocab_size(with_added_tokens=True),
+        "lowercase": config.vocab.lowercase,
+        "input": config.input,
+        "sample": {
+            "seed": config.seed,
+            "rate": rates.train,
+            "documents": counters.get("sample.documents", 0),
+            "bytes": counters.get("sample.bytes", 0),
+            "sample_docs": config.sample_docs,
+            "sample_bytes": config.sample_bytes,
+            "store_documents": documents,
+        },
+        "heldout": {
+            "rate": rates.heldout,
+            "documents": counters.get("heldout.documents", 0),
+            **measured,
+        },
     }
+    _write_output(tok, config.vocab, stats, config.output)
+    seconds["write"], clock = _lap(clock)
+    return {**stats, "seconds": seconds}
+
+
+def _lap(since: float) -> tuple[float, float]:
+    now = time.perf_counter()
+    return round(now - since, 3), now
+
+
+def _draw_samples(
+    config: VocabRunConfig, options: Any, rates: SampleRates, staging: str
+) -> dict[str, int]:
+    """Run the Beam pipeline that writes the samples (and character counts) to `staging`."""
+    with beam.Pipeline(options=options) as p:
+        tables = p | "Read" >> ReadDocumentTexts(config.input)
+        # Training-sample chunks (main) and held-out chunks (tagged).
+        parts = tables | "Sample" >> SampleForVocab(rates)
+        _ = parts.sample | "WriteSample" >> beam.io.WriteToText(
+            join(staging, SAMPLE_PREFIX), file_name_suffix=".txt"
+        )
+        _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToText(
+            join(staging, HELDOUT_PREFIX), file_name_suffix=".txt"
+        )
+        if config.vocab.kind == "wordpiece":
+            # {character: count} over the training sample: the WordPiece alphabet's source.
+            counts = parts.sample | "CountChars" >> CountChars()
+            _ = (
+                counts
+                | "CharsToJson" >> beam.Map(_to_json)
+                | "WriteChars"
+                >> beam.io.WriteToText(
+                    join(staging, CHARS_FILE), num_shards=1, shard_name_template=""
+                )
+            )
+    return read_counters(p.result)
+
+
+def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> dict[str, Any]:
+    sp = special_tokens_for(vocab.kind)
+    special_ids = [tok.token_to_id(t) for t in vocab.special_tokens]
+    return heldout_stats(
+        tok,
+        _stream(heldout_pattern),
+        tok.token_to_id(sp.unk),
+        [i for i in special_ids if i is not None],
+    )
+
+
+def _write_output(tok: Any, vocab: VocabConfig, stats: dict[str, Any], output: str) -> None:
+    def build(directory: Path) -> None:
+        write_tokenizer_dir(tok, directory, vocab.kind, vocab.extra_special_tokens)
+        text = json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        (directory / VOCAB_STATS_FILE).write_text(text, encoding="utf-8")
+
+    if _is_local(output):
+        replace_dir(build, output)
+        return
+    with tempfile.TemporaryDirectory(prefix="cloze-vocab-") as tmp:
+        build(Path(tmp))
+        _upload(Path(tmp), output)
+
+
+def _upload(local: Path, output: str) -> None:
+    """Copy a finished directory to a non-local `output`: the old tokenizer.json goes first
+    and the new one comes last, so readers never take a mix for a tokenizer."""
+    for name in (TOKENIZER_FILE, *DIRECTORY_FILES[1:]):
+        if FileSystems.exists(join(output, name)):
+            FileSystems.delete([join(output, name)])
+    names = sorted(p.name for p in local.iterdir() if p.name != TOKENIZER_FILE)
+    for name in [*names, TOKENIZER_FILE]:
+        with FileSystems.create(join(output, name)) as f:
+            f.write((local / name).read_bytes())

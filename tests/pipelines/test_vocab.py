@@ -1,0 +1,185 @@
+"""The vocab pipeline: its transforms under TestPipeline, and whole runs on the DirectRunner."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import apache_beam as beam
+import pyarrow as pa
+import pytest
+from apache_beam.io.filesystem import FileMetadata, FileSystem
+from apache_beam.io.localfilesystem import LocalFileSystem
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from transformers import AutoTokenizer
+
+from corpus.vocab import VocabConfig, load_tokenizer
+from corpus.vocab_sample import SampleRates
+from pipelines.vocab import HELDOUT, CountChars, SampleForVocab, VocabRunConfig, run_vocab
+from schemas.errors import BadInputError, UsageError
+
+
+def test_sample_for_vocab_splits_by_seed() -> None:
+    ids = [f"d{i}" for i in range(200)]
+    texts = [f"text number {i}" for i in range(200)]
+    rates = SampleRates(seed=3, train=0.5, heldout=0.2)
+    train, held = rates.masks(ids)
+    expected_train = "\n".join(t for t, m in zip(texts, train, strict=True) if m)
+    expected_held = "\n".join(t for t, m in zip(texts, held, strict=True) if m)
+    with TestPipeline() as p:
+        tables = p | beam.Create([pa.table({"id": ids, "text": texts})])
+        parts = tables | SampleForVocab(rates)
+        assert_that(parts.sample, equal_to([expected_train]), label="CheckTrain")
+        assert_that(parts[HELDOUT], equal_to([expected_held]), label="CheckHeldOut")
+
+
+def test_count_chars_sums_over_all_texts() -> None:
+    texts = ["abc", "aé", "", "🤗a"]
+    with TestPipeline() as p:
+        counts = p | beam.Create(texts) | CountChars()
+        assert_that(counts, equal_to([dict(Counter("".join(texts)))]))
+
+
+def _vocab(docs: str, out: Path, kind: str, argv: tuple[str, ...] = (), **kw) -> dict:
+    config = VocabRunConfig(docs, str(out), VocabConfig(kind=kind, vocab_size=700), **kw)
+    return run_vocab(config, list(argv))
+
+
+def test_one_and_two_workers_give_a_byte_identical_tokenizer(small_build, tmp_path) -> None:
+    docs = small_build[0].docs
+    stats = _vocab(docs, tmp_path / "one", "wordpiece")
+    argv = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")
+    _vocab(docs, tmp_path / "two", "wordpiece", argv)
+    one = (tmp_path / "one" / "tokenizer.json").read_bytes()
+    assert one == (tmp_path / "two" / "tokenizer.json").read_bytes()
+    store = stats["sample"]["store_documents"]
+    assert stats["sample"]["documents"] + stats["heldout"]["documents"] == store
+    assert stats["heldout"]["documents"] == pytest.approx(0.05 * store, abs=25)  # 4 sd
+    saved = json.loads((tmp_path / "one" / "vocab_stats.json").read_text())
+    assert set(stats.pop("seconds")) == {"sample", "train", "measure", "write"}
+    assert saved == stats and 0.0 <= saved["heldout"]["unk_rate"] < 0.01
+    assert 1.0 < saved["heldout"]["tokens_per_word"] < 3.0
+    assert not [p for p in os.listdir(tmp_path / "one") if p.startswith(".")]  # no staging
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["bpe", "unigram"])
+def test_one_and_two_processes_agree_for_every_kind(small_build, tmp_path, kind) -> None:
+    docs = small_build[0].docs
+    _vocab(docs, tmp_path / "one", kind)
+    argv = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")
+    _vocab(docs, tmp_path / "two", kind, argv)
+    one = (tmp_path / "one" / "tokenizer.json").read_bytes()
+    assert one == (tmp_path / "two" / "tokenizer.json").read_bytes()
+
+
+def test_sample_docs_and_seed_choose_the_sample(small_build, tmp_path) -> None:
+    docs = small_build[0].docs
+    a = _vocab(docs, tmp_path / "a", "bpe", sample_docs=200, seed=1)
+    assert a["sample"]["documents"] == pytest.approx(200, abs=45)  # binomial, 4 sd
+    b = _vocab(docs, tmp_path / "b", "bpe", sample_docs=200, seed=2)
+    assert a["sample"]["documents"] != b["sample"]["documents"] or (
+        (tmp_path / "a" / "tokenizer.json").read_bytes()
+        != (tmp_path / "b" / "tokenizer.json").read_bytes()
+    )
+    with pytest.raises(BadInputError, match="the sample is empty"):
+        _vocab(docs, tmp_path / "c", "bpe", sample_bytes=1)
+    assert not (tmp_path / "c").exists()  # a failed run leaves nothing behind
+
+
+def test_remote_runner_needs_a_shared_output(small_build, tmp_path) -> None:
+    with pytest.raises(UsageError, match="shared filesystem"):
+        _vocab(small_build[0].docs, tmp_path / "x", "bpe", ("--runner=DataflowRunner",))
+
+
+class _ElsewhereFileSystem(FileSystem):
+    """Local files under an `elsewhere://` scheme: to run the pipeline as it runs against
+    gs:// or s3://, where no path can be opened with `open()` or `os`."""
+
+    PREFIX = "elsewhere://"
+
+    def __init__(self, pipeline_options=None) -> None:
+        super().__init__(pipeline_options)
+        self._fs = LocalFileSystem(pipeline_options)
+
+    @classmethod
+    def scheme(cls) -> str:
+        return "elsewhere"
+
+    def _here(self, path: str) -> str:
+        assert path.startswith(self.PREFIX), path
+        return path[len(self.PREFIX) :]
+
+    def _there(self, path: str) -> str:
+        return self.PREFIX + path
+
+    def _meta(self, m: FileMetadata) -> FileMetadata:
+        return FileMetadata(self._there(m.path), m.size_in_bytes, m.last_updated_in_seconds)
+
+    def join(self, basepath, *paths):
+        return self._there(os.path.join(self._here(basepath), *paths))
+
+    def split(self, path):
+        head, tail = os.path.split(self._here(path))
+        return self._there(head), tail
+
+    def _url_dirname(self, url_or_path):
+        return self._there(os.path.dirname(self._here(url_or_path)))
+
+    def mkdirs(self, path):
+        self._fs.mkdirs(self._here(path))
+
+    def has_dirs(self):
+        return True
+
+    def _list(self, dir_or_prefix):
+        return (self._meta(m) for m in self._fs._list(self._here(dir_or_prefix)))
+
+    def create(self, path, *args, **kwargs):
+        return self._fs.create(self._here(path), *args, **kwargs)
+
+    def open(self, path, *args, **kwargs):
+        return self._fs.open(self._here(path), *args, **kwargs)
+
+    def copy(self, sources, destinations):
+        self._fs.copy([self._here(s) for s in sources], [self._here(d) for d in destinations])
+
+    def rename(self, sources, destinations):
+        self._fs.rename([self._here(s) for s in sources], [self._here(d) for d in destinations])
+
+    def exists(self, path):
+        return self._fs.exists(self._here(path))
+
+    def size(self, path):
+        return self._fs.size(self._here(path))
+
+    def last_updated(self, path):
+        return self._fs.last_updated(self._here(path))
+
+    def checksum(self, path):
+        return self._fs.checksum(self._here(path))
+
+    def metadata(self, path):
+        return self._meta(self._fs.metadata(self._here(path)))
+
+    def delete(self, paths):
+        self._fs.delete([self._here(p) for p in paths])
+
+
+def test_runs_on_a_filesystem_that_is_not_local(small_build, tmp_path) -> None:
+    docs = small_build[0].docs
+    out = tmp_path / "remote" / "tok"
+    there = _ElsewhereFileSystem.PREFIX
+    stats = _vocab(there + docs, there + str(out), "unigram")
+    local = _vocab(docs, tmp_path / "local", "unigram")
+    assert (out / "tokenizer.json").read_bytes() == (
+        tmp_path / "local" / "tokenizer.json"
+    ).read_bytes()
+    assert stats["heldout"]["tokens"] == local["heldout"]["tokens"]
+    assert sorted(os.listdir(out)) == sorted(os.listdir(tmp_path / "local"))
+    info = load_tokenizer(out)
+    hf = AutoTokenizer.from_pretrained(str(out))
+    assert hf("a test sentence")["input_ids"] == info.tokenizer.encode("a test sentence").ids
