@@ -58,7 +58,7 @@ def test_parse_size() -> None:
 
 
 @given(
-    st.lists(st.text(alphabet=st.characters(blacklist_characters="\n")), max_size=30),
+    st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\n")), max_size=30),
     st.integers(min_value=1, max_value=64),
 )
 def test_read_line_batches_returns_every_line(lines, block) -> None:
