@@ -84,7 +84,11 @@ def test_share_split_and_specials(vocab, kind: str) -> None:
 
 
 def word_ids(seq: np.ndarray, tables) -> np.ndarray:
-    starts = tables.word_start.numpy()[seq] | tables.special.numpy()[seq]
+    special = tables.special.numpy()[seq]
+    # As corpus/masking.py: a piece right after a special token starts a word (a chunk
+    # may begin mid-word, with a "##" piece after [CLS]).
+    after_special = np.concatenate([[True], special[:-1]])
+    starts = tables.word_start.numpy()[seq] | special | after_special
     return np.cumsum(starts)
 
 
