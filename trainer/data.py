@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -190,9 +191,10 @@ class _Item:
     events: list[tuple[str, str, Any]] = field(default_factory=list)
     substituted: int = 0
     error: ShardFormatError | None = None
-    # From a worker, the fields travel stacked: shared memory costs per tensor, not per byte.
+    # From a worker, the fields travel as one numpy array per shape: pickled inline, that
+    # costs less than passing each tensor through shared memory (bench/loader, 1 worker).
     names: tuple[list[str], list[str]] = ([], [])
-    stacked: tuple[torch.Tensor, ...] = ()
+    stacked: tuple[np.ndarray, ...] = ()
 
     def pack(self) -> _Item:
         fields = dict(self.batch)
@@ -200,13 +202,15 @@ class _Item:
             fields[_KEYS] = self.keys
         grid = [k for k, v in fields.items() if v.dim() == 2]  # [B, L] fields
         rows = [k for k, v in fields.items() if v.dim() == 1]  # [B] fields
-        stacked = tuple(torch.stack([fields[k] for k in names]) for names in (grid, rows) if names)
+        stacked = tuple(
+            torch.stack([fields[k] for k in names]).numpy() for names in (grid, rows) if names
+        )
         return replace(self, batch={}, keys=None, names=(grid, rows), stacked=stacked)
 
     def unpack(self) -> _Item:
         if not self.stacked:
             return self
-        tensors = iter(self.stacked)
+        tensors = (torch.from_numpy(a) for a in self.stacked)
         fields: dict[str, torch.Tensor] = {}
         for names in self.names:
             if names:
@@ -215,10 +219,11 @@ class _Item:
         return replace(self, batch=fields, keys=keys, names=([], []), stacked=())
 
     def pin_memory(self) -> _Item:
-        pinned = {k: v.pin_memory() for k, v in self.batch.items()}
-        keys = None if self.keys is None else self.keys.pin_memory()
-        stacked = tuple(t.pin_memory() for t in self.stacked)
-        return replace(self, batch=pinned, keys=keys, stacked=stacked)
+        """Called by the DataLoader's pinning thread on what a worker sent."""
+        item = self.unpack()
+        pinned = {k: v.pin_memory() for k, v in item.batch.items()}
+        keys = None if item.keys is None else item.keys.pin_memory()
+        return replace(item, batch=pinned, keys=keys)
 
 
 _KEYS = "__keys__"
