@@ -186,35 +186,49 @@ class _Item:
     """What a worker sends: a batch (unmasked if masking runs on the device), what it
     learned about the shards, or the error that stopped it."""
 
+    j: int = 0  # the batch's number in the epoch
     batch: dict[str, torch.Tensor] = field(default_factory=dict)
     keys: torch.Tensor | None = None
     events: list[tuple[str, str, Any]] = field(default_factory=list)
     substituted: int = 0
     error: ShardFormatError | None = None
-    # From a worker, the fields travel as one numpy array per shape: pickled inline, that
-    # costs less than passing each tensor through shared memory (bench/loader, 1 worker).
+    # From a worker, the fields travel as two numpy arrays pickled inline: that costs less
+    # than passing each tensor through shared memory (bench/loader, 1 worker).
     names: tuple[list[str], list[str]] = ([], [])
     stacked: tuple[np.ndarray, ...] = ()
 
     def pack(self) -> _Item:
+        """Compact for the trip: masks become lengths, [B, L] fields one int32 array."""
+        if not self.batch:  # an error report
+            return self
         fields = dict(self.batch)
+        attention = fields.pop("attention_mask")
+        types = fields.pop("token_type_ids")
+        width = attention.shape[1]
+        fields[_LENGTHS] = attention.sum(1)
+        fields[_SECOND] = torch.where(types.any(1), types.argmax(1), width)  # segment B start
         if self.keys is not None:
             fields[_KEYS] = self.keys
         grid = [k for k, v in fields.items() if v.dim() == 2]  # [B, L] fields
         rows = [k for k, v in fields.items() if v.dim() == 1]  # [B] fields
-        stacked = tuple(
-            torch.stack([fields[k] for k in names]).numpy() for names in (grid, rows) if names
+        stacked = (
+            torch.stack([fields[k] for k in grid]).to(torch.int32).numpy(),  # ids < 2**31
+            torch.stack([fields[k] for k in rows]).numpy(),
         )
         return replace(self, batch={}, keys=None, names=(grid, rows), stacked=stacked)
 
     def unpack(self) -> _Item:
         if not self.stacked:
             return self
-        tensors = (torch.from_numpy(a) for a in self.stacked)
-        fields: dict[str, torch.Tensor] = {}
-        for names in self.names:
-            if names:
-                fields.update(zip(names, next(tensors).unbind(0), strict=True))
+        grid_names, row_names = self.names
+        grid, rows = self.stacked
+        fields = dict(zip(grid_names, torch.from_numpy(grid).long().unbind(0), strict=True))
+        fields.update(zip(row_names, torch.from_numpy(rows).unbind(0), strict=True))
+        positions = torch.arange(grid.shape[2])
+        real = positions < fields.pop(_LENGTHS)[:, None]  # [B, L]
+        second = (positions >= fields.pop(_SECOND)[:, None]) & real
+        fields["attention_mask"] = real.long()
+        fields["token_type_ids"] = second.long()
         keys = fields.pop(_KEYS, None)
         return replace(self, batch=fields, keys=keys, names=([], []), stacked=())
 
@@ -226,15 +240,21 @@ class _Item:
         return replace(item, batch=pinned, keys=keys)
 
 
-_KEYS = "__keys__"
+_KEYS, _LENGTHS, _SECOND = "__keys__", "__lengths__", "__second__"
 
 
-def _identity(item: _Item) -> _Item:
-    return item
+def _identity(items: list[_Item]) -> list[_Item]:
+    return items
 
 
-class _EpochBatches(IterableDataset[_Item]):
-    """Batches start, start+1, ... of one epoch; worker w of n makes every n-th of them."""
+# Batches a worker sends per message: the DataLoader's cost per message is paid once for
+# all of them (bench/loader, 1 worker).
+BATCHES_PER_MESSAGE = 4
+
+
+class _EpochBatches(IterableDataset[list[_Item]]):
+    """Batches start, start+1, ... of one epoch; worker w of n makes every n-th of them and
+    sends them a few at a time (in the calling process: one at a time)."""
 
     def __init__(
         self, dataset: ShardDataset, epoch: int, start: int, knowledge: Knowledge, mask: bool
@@ -245,10 +265,23 @@ class _EpochBatches(IterableDataset[_Item]):
         self.knowledge = knowledge
         self.mask = mask
 
-    def __iter__(self) -> Iterator[_Item]:
-        ds = self.dataset
+    def __iter__(self) -> Iterator[list[_Item]]:
         info = get_worker_info()
-        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        if info is None:
+            for item in self._items(0, 1):
+                yield [item]
+            return
+        bundle: list[_Item] = []
+        for item in self._items(info.id, info.num_workers):
+            bundle.append(item.pack())
+            if len(bundle) == BATCHES_PER_MESSAGE or item.error is not None:
+                yield bundle
+                bundle = []
+        if bundle:
+            yield bundle
+
+    def _items(self, worker: int, workers: int) -> Iterator[_Item]:
+        ds = self.dataset
         plan = ds.plan(self.epoch)
         reader = EpochReader(ds.shards, plan, self.knowledge, ds.verify, ds.on_error)
         pad, mode = ds.manifest.special_tokens["pad"], ds.manifest.mode
@@ -257,7 +290,7 @@ class _EpochBatches(IterableDataset[_Item]):
                 try:
                     pool, sel = reader.batch(j)
                 except ShardFormatError as err:
-                    yield _Item(events=_take(reader.events), error=err)
+                    yield _Item(j, events=_take(reader.events), error=err)
                     return
                 batch = collate(pool, sel, pad, mode)
                 keys = None
@@ -268,8 +301,7 @@ class _EpochBatches(IterableDataset[_Item]):
                         ds.masker(batch, keys)
                         keys = None
                 substituted = int(pool.substituted[sel].sum())
-                item = _Item(batch, keys, _take(reader.events), substituted)
-                yield item.pack() if info is not None else item
+                yield _Item(j, batch, keys, _take(reader.events), substituted)
         finally:
             reader.close()
 
@@ -321,11 +353,11 @@ class ShardLoader:
         epoch = self.epoch
         mask_here = self.mask_device is not None
         source = _EpochBatches(ds, epoch, self.batches, self.knowledge, mask=not mask_here)
-        items: Iterator[_Item]
+        bundles: Iterator[list[_Item]]
         if self.num_workers == 0:
-            items = iter(source)
+            bundles = iter(source)
         else:
-            items = iter(
+            bundles = iter(
                 DataLoader(
                     source,
                     batch_size=None,
@@ -335,22 +367,32 @@ class ShardLoader:
                     prefetch_factor=self.prefetch_factor,
                 )
             )
+        # Workers' bundles arrive round robin; batches leave in the epoch's order.
+        pending: dict[int, _Item] = {}
         try:
-            for packed in items:
-                item = packed.unpack()
-                self._absorb(item)
-                batch = item.batch
-                if self.mask_device is not None:
-                    batch = {k: v.to(self.mask_device, non_blocking=True) for k, v in batch.items()}
-                    if item.keys is not None and ds.masker is not None:
-                        ds.masker(batch, item.keys)
-                self.batches += 1
-                yield batch
+            for bundle in bundles:
+                pending.update((item.j, item) for item in bundle)
+                while self.batches in pending:
+                    item = pending.pop(self.batches).unpack()
+                    self._absorb(item)
+                    batch = item.batch
+                    if self.mask_device is not None:
+                        batch = {
+                            k: v.to(self.mask_device, non_blocking=True) for k, v in batch.items()
+                        }
+                        if item.keys is not None and ds.masker is not None:
+                            ds.masker(batch, item.keys)
+                    self.batches += 1
+                    yield batch
         finally:
-            close = getattr(items, "close", None)
+            close = getattr(bundles, "close", None)
             if close is not None:
                 close()
-            del items
+            del bundles
+        if pending or self.batches != ds.batches_per_epoch():
+            raise RuntimeError(
+                f"loader ended epoch {epoch} at batch {self.batches} of {ds.batches_per_epoch()}"
+            )  # a bug, not bad input
         self.epoch, self.batches = epoch + 1, 0
 
     def _absorb(self, item: _Item) -> None:
