@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
@@ -37,6 +35,7 @@ from trainer.data_collate import collate
 from trainer.data_plan import DEFAULT_STREAMS, EpochPlan, Layout
 from trainer.data_read import ON_ERROR, EpochReader, Knowledge
 from trainer.data_source import Source, mask_tables, resolve_source
+from trainer.data_transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
 from trainer.masking import WSO_PROB, BatchMasker
 
 MaskingConfig = MaskingSettings
@@ -181,81 +180,13 @@ def _rank_and_world(rank: int | None, world_size: int | None) -> tuple[int, int]
     return rank, world_size
 
 
-@dataclass
-class _Item:
-    """What a worker sends: a batch (unmasked if masking runs on the device), what it
-    learned about the shards, or the error that stopped it."""
-
-    j: int = 0  # the batch's number in the epoch
-    batch: dict[str, torch.Tensor] = field(default_factory=dict)
-    keys: torch.Tensor | None = None
-    events: list[tuple[str, str, Any]] = field(default_factory=list)
-    substituted: int = 0
-    error: ShardFormatError | None = None
-    # From a worker, the fields travel as two numpy arrays pickled inline: that costs less
-    # than passing each tensor through shared memory (bench/loader, 1 worker).
-    names: tuple[list[str], list[str]] = ([], [])
-    stacked: tuple[np.ndarray, ...] = ()
-
-    def pack(self) -> _Item:
-        """Compact for the trip: masks become lengths, [B, L] fields one int32 array."""
-        if not self.batch:  # an error report
-            return self
-        fields = dict(self.batch)
-        attention = fields.pop("attention_mask")
-        types = fields.pop("token_type_ids")
-        width = attention.shape[1]
-        fields[_LENGTHS] = attention.sum(1)
-        fields[_SECOND] = torch.where(types.any(1), types.argmax(1), width)  # segment B start
-        if self.keys is not None:
-            fields[_KEYS] = self.keys
-        grid = [k for k, v in fields.items() if v.dim() == 2]  # [B, L] fields
-        rows = [k for k, v in fields.items() if v.dim() == 1]  # [B] fields
-        stacked = (
-            torch.stack([fields[k] for k in grid]).to(torch.int32).numpy(),  # ids < 2**31
-            torch.stack([fields[k] for k in rows]).numpy(),
-        )
-        return replace(self, batch={}, keys=None, names=(grid, rows), stacked=stacked)
-
-    def unpack(self) -> _Item:
-        if not self.stacked:
-            return self
-        grid_names, row_names = self.names
-        grid, rows = self.stacked
-        fields = dict(zip(grid_names, torch.from_numpy(grid).long().unbind(0), strict=True))
-        fields.update(zip(row_names, torch.from_numpy(rows).unbind(0), strict=True))
-        positions = torch.arange(grid.shape[2])
-        real = positions < fields.pop(_LENGTHS)[:, None]  # [B, L]
-        second = (positions >= fields.pop(_SECOND)[:, None]) & real
-        fields["attention_mask"] = real.long()
-        fields["token_type_ids"] = second.long()
-        keys = fields.pop(_KEYS, None)
-        return replace(self, batch=fields, keys=keys, names=([], []), stacked=())
-
-    def pin_memory(self) -> _Item:
-        """Called by the DataLoader's pinning thread on what a worker sent."""
-        item = self.unpack()
-        pinned = {k: v.pin_memory() for k, v in item.batch.items()}
-        keys = None if item.keys is None else item.keys.pin_memory()
-        return replace(item, batch=pinned, keys=keys)
+def _identity(message: Any) -> Any:
+    return message
 
 
-_KEYS, _LENGTHS, _SECOND = "__keys__", "__lengths__", "__second__"
-
-
-def _identity(items: list[_Item]) -> list[_Item]:
-    return items
-
-
-# Sequences a worker sends per message (in whole batches): the DataLoader's cost per
-# message is then paid once for many batches (bench/loader, 1 worker: at batch 64 x 128,
-# 1 batch per message cost ~35 us per sequence, 4 ~30, 16 ~22).
-SEQUENCES_PER_MESSAGE = 1024
-
-
-class _EpochBatches(IterableDataset[list[_Item]]):
+class _EpochBatches(IterableDataset[Bundle | list[Item]]):
     """Batches start, start+1, ... of one epoch; worker w of n makes every n-th of them and
-    sends them a few at a time (in the calling process: one at a time)."""
+    sends them in bundles (`trainer.data_transport`); in the calling process, one by one."""
 
     def __init__(
         self, dataset: ShardDataset, epoch: int, start: int, knowledge: Knowledge, mask: bool
@@ -266,23 +197,23 @@ class _EpochBatches(IterableDataset[list[_Item]]):
         self.knowledge = knowledge
         self.mask = mask
 
-    def __iter__(self) -> Iterator[list[_Item]]:
+    def __iter__(self) -> Iterator[Bundle | list[Item]]:
         info = get_worker_info()
         if info is None:
             for item in self._items(0, 1):
                 yield [item]
             return
         per_message = max(1, SEQUENCES_PER_MESSAGE // self.dataset.batch_size)
-        bundle: list[_Item] = []
+        bundle: list[Item] = []
         for item in self._items(info.id, info.num_workers):
-            bundle.append(item.pack())
+            bundle.append(item)
             if len(bundle) == per_message or item.error is not None:
-                yield bundle
+                yield pack(bundle)
                 bundle = []
         if bundle:
-            yield bundle
+            yield pack(bundle)
 
-    def _items(self, worker: int, workers: int) -> Iterator[_Item]:
+    def _items(self, worker: int, workers: int) -> Iterator[Item]:
         ds = self.dataset
         plan = ds.plan(self.epoch)
         reader = EpochReader(ds.shards, plan, self.knowledge, ds.verify, ds.on_error)
@@ -292,7 +223,7 @@ class _EpochBatches(IterableDataset[list[_Item]]):
                 try:
                     pool, sel = reader.batch(j)
                 except ShardFormatError as err:
-                    yield _Item(j, events=_take(reader.events), error=err)
+                    yield Item(j, events=_take(reader.events), error=err)
                     return
                 batch = collate(pool, sel, pad, mode)
                 keys = None
@@ -303,7 +234,7 @@ class _EpochBatches(IterableDataset[list[_Item]]):
                         ds.masker(batch, keys)
                         keys = None
                 substituted = int(pool.substituted[sel].sum())
-                yield _Item(j, batch, keys, _take(reader.events), substituted)
+                yield Item(j, batch, keys, _take(reader.events), substituted)
         finally:
             reader.close()
 
@@ -355,7 +286,7 @@ class ShardLoader:
         epoch = self.epoch
         mask_here = self.mask_device is not None
         source = _EpochBatches(ds, epoch, self.batches, self.knowledge, mask=not mask_here)
-        bundles: Iterator[list[_Item]]
+        bundles: Iterator[Bundle | list[Item]]
         if self.num_workers == 0:
             bundles = iter(source)
         else:
@@ -370,12 +301,13 @@ class ShardLoader:
                 )
             )
         # Workers' bundles arrive round robin; batches leave in the epoch's order.
-        pending: dict[int, _Item] = {}
+        pending: dict[int, Item] = {}
         try:
-            for bundle in bundles:
-                pending.update((item.j, item) for item in bundle)
+            for message in bundles:
+                items = unpack(message) if isinstance(message, Bundle) else message
+                pending.update((item.j, item) for item in items)
                 while self.batches in pending:
-                    item = pending.pop(self.batches).unpack()
+                    item = pending.pop(self.batches)
                     self._absorb(item)
                     batch = item.batch
                     if self.mask_device is not None:
@@ -397,7 +329,7 @@ class ShardLoader:
             )  # a bug, not bad input
         self.epoch, self.batches = epoch + 1, 0
 
-    def _absorb(self, item: _Item) -> None:
+    def _absorb(self, item: Item) -> None:
         # Several workers may report the same shard; count and warn once.
         for kind, name, detail in item.events:
             if (kind, name) in self._reported:
