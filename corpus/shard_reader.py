@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import tarfile
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlparse
@@ -188,7 +189,7 @@ class ShardReader:
         self._seekable = is_local(url) or bool(getattr(self._file, "seekable", lambda: False)())
         # Where blocks start, learned by earlier readers of the same shard in this process,
         # so a reader that starts deep in a shard seeks instead of scanning the headers.
-        self._index = _BLOCK_STARTS.setdefault((url, spec.sha256), {})
+        self._index = _block_starts(url, spec.sha256)
         self._wanted = ""
         self._open_tar(0, 0)
 
@@ -275,7 +276,17 @@ class ShardReader:
         self.close()
 
 
-_BLOCK_STARTS: dict[tuple[str, str], dict[int, int]] = {}
+_BLOCK_STARTS: OrderedDict[tuple[str, str], dict[int, int]] = OrderedDict()
+_INDEXED_SHARDS = 256  # the most recently opened; a few hundred bytes per block each
+
+
+def _block_starts(url: str, sha256: str) -> dict[int, int]:
+    key = (url, sha256)
+    starts = _BLOCK_STARTS.pop(key, None)
+    _BLOCK_STARTS[key] = starts = {} if starts is None else starts
+    while len(_BLOCK_STARTS) > _INDEXED_SHARDS:
+        _BLOCK_STARTS.popitem(last=False)
+    return starts
 
 
 def _check_block_against(block: Block, spec: ShardSpec, where: str, sequences: int) -> None:
