@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import trainers as tk_trainers
 
 from corpus.vocab_alphabet import AlphabetPlan, plan_alphabet
@@ -143,7 +143,13 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
         tok.decoder = decoders.ByteLevel()
     else:
         tok = Tokenizer(models.Unigram())
-        steps: list[normalizers.Normalizer] = [normalizers.NFKC()]
+        # As SentencePiece's nmt_nfkc: NFKC, and any run of whitespace (line breaks, tabs)
+        # is one space, none at the ends, so every word starts with "▁".
+        steps: list[normalizers.Normalizer] = [
+            normalizers.NFKC(),
+            normalizers.Replace(Regex(r"\s+"), " "),
+            normalizers.Strip(),
+        ]
         if config.lowercase:
             steps.append(normalizers.Lowercase())
         tok.normalizer = normalizers.Sequence(steps)
@@ -280,13 +286,15 @@ class _SeesText(Iterator[Any]):
 def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | None) -> Tokenizer:
     """The trained tokenizer in canonical form, with its post-processor. Checks that the
     special tokens got ids 0, 1, 2, ... in their order."""
-    spec = json.loads(tok.to_str())
-    if plan is not None and plan.continuations:
-        helpers = set(plan.continuations)
-        spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]
-    if config.kind == "unigram":
-        spec["model"] = canonical_unigram(spec["model"], len(config.special_tokens))
-    out = Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
+    out = tok
+    if config.kind != "bpe":  # byte-level BPE comes out of the trainer canonical already
+        spec = json.loads(tok.to_str())
+        if plan is not None and plan.continuations:
+            helpers = set(plan.continuations)
+            spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]
+        if config.kind == "unigram":
+            spec["model"] = canonical_unigram(spec["model"], len(config.special_tokens))
+        out = Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
     for i, token in enumerate(config.special_tokens):
         if out.token_to_id(token) != i:
             raise AssertionError(f"special token {token} has id {out.token_to_id(token)}, not {i}")
@@ -297,9 +305,14 @@ def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | No
 def canonical_unigram(model: dict[str, Any], n_special: int) -> dict[str, Any]:
     """A Unigram model's `vocab` made independent of hash order: the characters the trainer
     re-added with penalty scores get those scores by code point, every score is rounded to
-    UNIGRAM_SCORE_DECIMALS, and pieces are ordered by score, then by text."""
+    UNIGRAM_SCORE_DECIMALS, and pieces are ordered by score, then by text.
+
+    A piece spelled like a special token (text that contains "</s>" teaches the trainer
+    that piece too) is dropped: two entries for one string would give the special token
+    the learned piece's id."""
     specials = [list(p) for p in model["vocab"][:n_special]]
-    pieces = [(str(p), float(s)) for p, s in model["vocab"][n_special:]]
+    names = {str(p) for p, _ in specials}
+    pieces = [(str(p), float(s)) for p, s in model["vocab"][n_special:] if str(p) not in names]
     if not pieces:
         return model
     floor = min(s for _, s in pieces)

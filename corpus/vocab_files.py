@@ -62,10 +62,10 @@ def add_post_processor(tok: Tokenizer, kind: str, sp: SpecialTokens) -> None:
     )
 
 
-def hf_class(tok: Tokenizer, kind: str) -> str:
-    """The `tokenizer_class` AutoTokenizer should build: BertTokenizer / RobertaTokenizer
-    only when `tok` is exactly the pipeline that class builds, else PreTrainedTokenizerFast."""
-    spec = json.loads(tok.to_str())
+def hf_class(spec: dict[str, Any], kind: str) -> str:
+    """The `tokenizer_class` AutoTokenizer should build for a tokenizer.json `spec`:
+    BertTokenizer / RobertaTokenizer only when it is exactly the pipeline that class
+    builds, else PreTrainedTokenizerFast."""
     if kind == "wordpiece" and _is_bert(spec):
         return "BertTokenizer"
     if kind == "bpe" and _is_roberta(spec):
@@ -112,7 +112,9 @@ def write_tokenizer_dir(
     `vocab.txt` (WordPiece) or `vocab.json` + `merges.txt` (BPE) into an existing directory."""
     out = Path(directory)
     sp = sp or special_tokens_for(kind)
-    (out / TOKENIZER_FILE).write_bytes(tok.to_str().encode("utf-8"))
+    text = tok.to_str()
+    spec = json.loads(text)
+    (out / TOKENIZER_FILE).write_bytes(text.encode("utf-8"))
     special_map: dict[str, Any] = {
         "pad_token": sp.pad,
         "unk_token": sp.unk,
@@ -125,7 +127,7 @@ def write_tokenizer_dir(
     if extra_special_tokens:
         special_map["additional_special_tokens"] = list(extra_special_tokens)
     config: dict[str, Any] = {
-        "tokenizer_class": hf_class(tok, kind),
+        "tokenizer_class": hf_class(spec, kind),
         "model_max_length": MODEL_MAX_LENGTH,
         "clean_up_tokenization_spaces": False,
         # Segment ids for BERT's and ALBERT's pairs; RoBERTa has none.
@@ -145,7 +147,7 @@ def write_tokenizer_dir(
         config.update(add_prefix_space=False, trim_offsets=True)
     _write_json(out / CONFIG_FILE, config)
     _write_json(out / SPECIAL_MAP_FILE, special_map)
-    model = json.loads(tok.to_str())["model"]
+    model = spec["model"]
     if kind == "wordpiece":
         ordered = sorted(model["vocab"].items(), key=_by_id)
         (out / "vocab.txt").write_text("".join(f"{t}\n" for t, _ in ordered), encoding="utf-8")

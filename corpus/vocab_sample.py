@@ -8,11 +8,9 @@ or runner), disjoint, and nested: a larger sample contains every smaller one of 
 
 from __future__ import annotations
 
-import codecs
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
 
 import numpy as np
 
@@ -106,24 +104,3 @@ def parse_size(text: str) -> int:
     if value < 0:
         raise UsageError(f"{text!r}: a size must not be negative")
     return int(value * units[unit])
-
-
-def read_line_batches(stream: BinaryIO, block_bytes: int = 1 << 16) -> Iterator[list[str]]:
-    """The lines of a UTF-8 text stream (without their line breaks), a block at a time, so a
-    sample of any size streams through bounded memory. Invalid UTF-8 raises ValueError.
-
-    Blocks are small because `tokenizers` buffers 256 of these batches ahead of its workers.
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    tail = ""
-    while True:
-        block = stream.read(block_bytes)
-        text = tail + decoder.decode(block or b"", final=not block)
-        lines = text.split("\n")
-        tail = lines.pop()
-        if lines:
-            yield lines
-        if not block:
-            break
-    if tail:
-        yield [tail]

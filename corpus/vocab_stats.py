@@ -1,8 +1,8 @@
 """How well a trained vocabulary fits text it was not trained on (`vocab_stats.json`).
 
 Words are whitespace-separated words, the same for every vocabulary kind, so tokens per
-word compares WordPiece, BPE and Unigram on equal terms. Characters count everything but
-line breaks. Special tokens are never counted (texts are encoded without them).
+word compares WordPiece, BPE and Unigram on equal terms. Characters count every character
+of the text. Special tokens are never counted (texts are encoded without them).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from tokenizers import Tokenizer
 
 @dataclass
 class HeldOutStats:
-    """Running totals over held-out lines; `add` them in batches, then read `summary()`."""
+    """Running totals over held-out texts; `add` them in batches, then read `summary()`."""
 
     vocab_size: int
     unk_id: int | None
     special_ids: frozenset[int] = frozenset()
-    lines: int = 0
+    documents: int = 0
     words: int = 0
     chars: int = 0
     tokens: int = 0
@@ -38,7 +38,7 @@ class HeldOutStats:
         encodings = tok.encode_batch_fast(texts, add_special_tokens=False)
         for text, enc in zip(texts, encodings, strict=True):
             ids = enc.ids
-            self.lines += 1
+            self.documents += 1
             self.words += len(text.split())
             self.chars += len(text)
             self.tokens += len(ids)
@@ -53,7 +53,7 @@ class HeldOutStats:
         regular = self.vocab_size - len(self.special_ids)
         used = int(self._used.sum()) - sum(1 for i in self.special_ids if self._used[i])
         return {
-            "lines": self.lines,
+            "documents": self.documents,
             "words": self.words,
             "chars": self.chars,
             "tokens": self.tokens,

@@ -1,11 +1,11 @@
 """`cloze vocab`: a document store -> a Hugging Face tokenizer directory.
 
 Beam draws the deterministic training and held-out samples (`corpus.vocab_sample`) and
-writes them as text files next to the output (`OUTPUT/.staging-<run>/`), on whatever
+writes their texts as Parquet next to the output (`OUTPUT/.staging-<run>/`), on whatever
 filesystem the output is on, so any runner works; for WordPiece it also counts characters.
-This process then streams the sample back into the Rust trainer a block at a time, so memory
-does not grow with the sample, measures the result on the held-out sample, and writes the
-directory (atomically when local; `tokenizer.json` last when not).
+This process then streams the sample back into the Rust trainer a few hundred documents at
+a time, so memory does not grow with the sample, measures the result on the held-out
+sample, and writes the directory (atomically when local; `tokenizer.json` last when not).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -38,7 +39,6 @@ from corpus.vocab_sample import (
     DEFAULT_SAMPLE_BYTES,
     SampleRates,
     plan_rates,
-    read_line_batches,
 )
 from corpus.vocab_stats import heldout_stats
 from pipelines.counters import counter, read_counters
@@ -52,6 +52,7 @@ HELDOUT = "heldout"
 SAMPLE_PREFIX = "sample"
 HELDOUT_PREFIX = "heldout"
 CHARS_FILE = "chars.json"
+TEXTS = pa.schema([("text", pa.string())])
 STATS_VERSION = 1
 
 
@@ -90,17 +91,16 @@ class _SplitBatch(beam.DoFn):
         for mask, name in ((train, "sample"), (heldout, HELDOUT)):
             if not mask.any():
                 continue
-            column = table.filter(mask).column("text")
-            counter(f"{name}.documents").inc(len(column))
-            counter(f"{name}.bytes").inc(pc.sum(pc.binary_length(column)).as_py() or 0)
-            texts = column.to_pylist()
-            chunk = "\n".join(texts)
-            yield chunk if name == "sample" else beam.pvalue.TaggedOutput(HELDOUT, chunk)
+            texts = table.filter(mask).select(["text"]).cast(TEXTS)
+            counter(f"{name}.documents").inc(texts.num_rows)
+            counter(f"{name}.bytes").inc(pc.sum(pc.binary_length(texts["text"])).as_py() or 0)
+            yield texts if name == "sample" else beam.pvalue.TaggedOutput(HELDOUT, texts)
 
 
 class SampleForVocab(beam.PTransform):
-    """Tables of (id, text) -> chunks of training-sample text (main output) and chunks of
-    held-out text (tagged `heldout`); a chunk is one batch's texts joined by newlines."""
+    """Tables of (id, text) -> tables of the texts in the training sample (main output) and
+    in the held-out sample (tagged `heldout`). Documents stay whole: the trainer must see
+    their line breaks as the shard builder will (byte-level BPE learns merges with them)."""
 
     def __init__(self, rates: SampleRates) -> None:
         super().__init__()
@@ -116,8 +116,8 @@ class _CharCountsFn(beam.CombineFn):
     def create_accumulator(self) -> CharCounter:
         return CharCounter()
 
-    def add_input(self, acc: CharCounter, text: str) -> CharCounter:
-        acc.add(text)
+    def add_input(self, acc: CharCounter, table: Any) -> CharCounter:
+        acc.add("".join(table.column("text").to_pylist()))
         return acc
 
     def merge_accumulators(self, accs: Any) -> CharCounter:
@@ -135,14 +135,22 @@ class _CharCountsFn(beam.CombineFn):
 
 
 class CountChars(beam.PTransform):
-    """Texts -> one dict: how often each character occurs in all of them."""
+    """Tables with a `text` column -> one dict: how often each character occurs in them."""
 
-    def expand(self, texts: Any) -> Any:
-        return texts | "SumCharCounts" >> beam.CombineGlobally(_CharCountsFn())
+    def expand(self, tables: Any) -> Any:
+        return tables | "SumCharCounts" >> beam.CombineGlobally(_CharCountsFn())
 
 
-def _to_json(counts: dict[str, int]) -> str:
-    return json.dumps(counts, ensure_ascii=False, sort_keys=True)
+class _WriteJson(beam.DoFn):
+    """Writes its one element as a JSON file (rewriting it on a retry is harmless)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def process(self, data: Any) -> Iterator[str]:
+        with FileSystems.create(self.path) as f:
+            f.write(json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        yield self.path
 
 
 def store_totals(directory: str) -> tuple[int, int]:
@@ -178,11 +186,24 @@ def _files(pattern: str) -> list[str]:
         return []
 
 
-def _stream(pattern: str) -> Iterator[list[str]]:
-    """Batches of lines of every file matching `pattern`, read through Beam's filesystems."""
+def _documents(pattern: str) -> Iterator[str]:
+    """The texts of every Parquet file matching `pattern`, read through Beam's filesystems
+    a few hundred at a time (`tokenizers` buffers 256 items ahead of its workers)."""
     for path in _files(pattern):
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            yield from read_line_batches(f)
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=256, columns=["text"]):
+                yield from batch.column(0).to_pylist()
+
+
+def _batches(texts: Iterator[str], size: int = 256) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
@@ -222,7 +243,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
             with FileSystems.open(join(staging, CHARS_FILE)) as f:
                 chars = json.loads(f.read().decode("utf-8"))
         tok = train_tokenizer(
-            _stream(join(staging, f"{SAMPLE_PREFIX}*")),
+            _documents(join(staging, f"{SAMPLE_PREFIX}*")),
             config.vocab,
             chars,
             show_progress=config.show_progress,
@@ -251,11 +272,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
             "sample_bytes": config.sample_bytes,
             "store_documents": documents,
         },
-        "heldout": {
-            "rate": rates.heldout,
-            "documents": counters.get("heldout.documents", 0),
-            **measured,
-        },
+        "heldout": {"rate": rates.heldout, **measured},
     }
     _write_output(tok, config.vocab, stats, config.output)
     seconds["write"], clock = _lap(clock)
@@ -275,23 +292,16 @@ def _draw_samples(
         tables = p | "Read" >> ReadDocumentTexts(config.input)
         # Training-sample chunks (main) and held-out chunks (tagged).
         parts = tables | "Sample" >> SampleForVocab(rates)
-        _ = parts.sample | "WriteSample" >> beam.io.WriteToText(
-            join(staging, SAMPLE_PREFIX), file_name_suffix=".txt"
+        _ = parts.sample | "WriteSample" >> beam.io.WriteToParquetBatched(
+            join(staging, SAMPLE_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
-        _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToText(
-            join(staging, HELDOUT_PREFIX), file_name_suffix=".txt"
+        _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToParquetBatched(
+            join(staging, HELDOUT_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
         if config.vocab.kind == "wordpiece":
             # {character: count} over the training sample: the WordPiece alphabet's source.
             counts = parts.sample | "CountChars" >> CountChars()
-            _ = (
-                counts
-                | "CharsToJson" >> beam.Map(_to_json)
-                | "WriteChars"
-                >> beam.io.WriteToText(
-                    join(staging, CHARS_FILE), num_shards=1, shard_name_template=""
-                )
-            )
+            _ = counts | "WriteChars" >> beam.ParDo(_WriteJson(join(staging, CHARS_FILE)))
     return read_counters(p.result)
 
 
@@ -300,7 +310,7 @@ def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> dict[str, An
     special_ids = [tok.token_to_id(t) for t in vocab.special_tokens]
     return heldout_stats(
         tok,
-        _stream(heldout_pattern),
+        _batches(_documents(heldout_pattern)),
         tok.token_to_id(sp.unk),
         [i for i in special_ids if i is not None],
     )

@@ -167,7 +167,7 @@ def test_wordpiece_alphabet_limit_keeps_the_most_frequent_characters(texts) -> N
     assert not {t for t in tok.get_added_tokens_decoder().values() if str(t).startswith("##")}
 
 
-def test_canonical_unigram_orders_rescores_and_rounds() -> None:
+def test_canonical_unigram_orders_rescores_rounds_and_drops_shadows() -> None:
     floor = -15.0
     model = {
         "type": "Unigram",
@@ -179,6 +179,7 @@ def test_canonical_unigram_orders_rescores_and_rounds() -> None:
             ["a", floor],  # penalty slot 0
             ["c", floor + 2e-4],  # penalty slot 2
             ["zz", -3.1234567],
+            ["<unk>", -9.0],  # learned from text that spells it: must not shadow the special
         ],
     }
     out = canonical_unigram(model, n_special=1)
@@ -190,6 +191,16 @@ def test_canonical_unigram_orders_rescores_and_rounds() -> None:
         ["b", -14.9999],
         ["a", -15.0],
     ]
+
+
+def test_text_that_spells_special_tokens_keeps_their_ids(texts) -> None:
+    spelled = [f"{t} </s>foo<s> x<mask>y <pad></s>" for t in texts[:300]]
+    for kind in KINDS:
+        config = VocabConfig(kind=kind, vocab_size=600)
+        tok = train_tokenizer(spelled, config)
+        for i, token in enumerate(config.special_tokens):
+            assert tok.token_to_id(token) == i, (kind, token)
+        assert tok.get_vocab_size() == len(set(tok.get_vocab()))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,13 +1,10 @@
-"""The deterministic training / held-out samples, and reading a sample back."""
+"""The deterministic training / held-out samples."""
 
-import io
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from corpus.vocab_sample import SampleRates, parse_size, plan_rates, read_line_batches
+from corpus.vocab_sample import SampleRates, parse_size, plan_rates
 from schemas.errors import UsageError
 
 IDS = [f"doc-{i}" for i in range(20_000)]
@@ -55,16 +52,3 @@ def test_parse_size() -> None:
     for bad in ("lots", "-1G", ""):
         with pytest.raises(UsageError):
             parse_size(bad)
-
-
-@given(
-    st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\n")), max_size=30),
-    st.integers(min_value=1, max_value=64),
-)
-def test_read_line_batches_returns_every_line(lines, block) -> None:
-    data = "\n".join(lines).encode("utf-8")
-    got = [line for batch in read_line_batches(io.BytesIO(data), block) for line in batch]
-    expected = data.decode("utf-8").split("\n") if data else []
-    if expected and expected[-1] == "":
-        expected.pop()
-    assert got == expected

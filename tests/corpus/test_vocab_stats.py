@@ -19,7 +19,7 @@ def test_counts_rates_and_vocabulary_use() -> None:
     # "the cats sat." -> the cat ##s sat .   (3 words, 5 tokens, 13 chars)
     # "a dog"         -> [UNK] [UNK]          (2 words, 2 tokens, 5 chars)
     stats = heldout_stats(tiny(), [["the cats sat."], ["a dog"]], unk_id=1, special_ids=range(5))
-    assert stats["lines"] == 2 and stats["words"] == 5 and stats["chars"] == 18
+    assert stats["documents"] == 2 and stats["words"] == 5 and stats["chars"] == 18
     assert stats["tokens"] == 7 and stats["unk_tokens"] == 2
     assert stats["unk_rate"] == pytest.approx(2 / 7, abs=1e-6)
     assert stats["tokens_per_word"] == pytest.approx(7 / 5)

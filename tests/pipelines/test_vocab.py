@@ -22,25 +22,31 @@ from pipelines.vocab import HELDOUT, CountChars, SampleForVocab, VocabRunConfig,
 from schemas.errors import BadInputError, UsageError
 
 
-def test_sample_for_vocab_splits_by_seed() -> None:
+def _texts(table: pa.Table) -> list[str]:
+    return table.column("text").to_pylist()
+
+
+def test_sample_for_vocab_splits_by_seed_and_keeps_documents_whole() -> None:
     ids = [f"d{i}" for i in range(200)]
-    texts = [f"text number {i}" for i in range(200)]
+    texts = [f"text number {i}\nsecond line" for i in range(200)]
     rates = SampleRates(seed=3, train=0.5, heldout=0.2)
     train, held = rates.masks(ids)
-    expected_train = "\n".join(t for t, m in zip(texts, train, strict=True) if m)
-    expected_held = "\n".join(t for t, m in zip(texts, held, strict=True) if m)
+    expected_train = [t for t, m in zip(texts, train, strict=True) if m]
+    expected_held = [t for t, m in zip(texts, held, strict=True) if m]
     with TestPipeline() as p:
         tables = p | beam.Create([pa.table({"id": ids, "text": texts})])
         parts = tables | SampleForVocab(rates)
-        assert_that(parts.sample, equal_to([expected_train]), label="CheckTrain")
-        assert_that(parts[HELDOUT], equal_to([expected_held]), label="CheckHeldOut")
+        train_texts = parts.sample | "TrainTexts" >> beam.Map(_texts)
+        held_texts = parts[HELDOUT] | "HeldOutTexts" >> beam.Map(_texts)
+        assert_that(train_texts, equal_to([expected_train]), label="CheckTrain")
+        assert_that(held_texts, equal_to([expected_held]), label="CheckHeldOut")
 
 
 def test_count_chars_sums_over_all_texts() -> None:
-    texts = ["abc", "aé", "", "🤗a"]
+    texts = ["abc", "aé", "", "🤗a\n"]
     with TestPipeline() as p:
-        counts = p | beam.Create(texts) | CountChars()
-        assert_that(counts, equal_to([dict(Counter("".join(texts)))]))
+        tables = p | beam.Create([pa.table({"text": texts[:2]}), pa.table({"text": texts[2:]})])
+        assert_that(tables | CountChars(), equal_to([dict(Counter("".join(texts)))]))
 
 
 def _vocab(docs: str, out: Path, kind: str, argv: tuple[str, ...] = (), **kw) -> dict:
