@@ -188,11 +188,16 @@ def _files(pattern: str) -> list[str]:
 
 def _documents(pattern: str) -> Iterator[str]:
     """The texts of every Parquet file matching `pattern`, read through Beam's filesystems
-    a few hundred at a time (`tokenizers` buffers 256 items ahead of its workers)."""
+    one row group (one batch of the store) at a time and handed on a few hundred at a time
+    (`tokenizers` buffers 256 items ahead of its workers). Not `iter_batches`: it kept
+    several row groups alive (+620 MB against +140 MB streaming a 550 MB sample)."""
     for path in _files(pattern):
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=256, columns=["text"]):
-                yield from batch.column(0).to_pylist()
+            parquet = pq.ParquetFile(f)
+            for group in range(parquet.num_row_groups):
+                texts = parquet.read_row_group(group, columns=["text"]).column(0)
+                for start in range(0, len(texts), 256):
+                    yield from texts.slice(start, 256).to_pylist()
 
 
 def _batches(texts: Iterator[str], size: int = 256) -> Iterator[list[str]]:
