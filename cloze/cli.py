@@ -8,35 +8,20 @@ and hand them to Beam's PipelineOptions; the others refuse unknown flags.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from types import ModuleType
 
-from cloze.commands import (
-    build,
-    clean,
-    dedup,
-    demo,
-    export,
-    inspect,
-    shard,
-    train,
-    vocab,
-)
 from schemas.errors import ClozeError
 
-COMMANDS: dict[str, ModuleType] = {
-    "clean": clean,
-    "dedup": dedup,
-    "vocab": vocab,
-    "shard": shard,
-    "build": build,
-    "train": train,
-    "export": export,
-    "inspect": inspect,
-    "demo": demo,
+# Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
+# imports), so only the verb being run is imported; `cloze --help` imports them all.
+COMMANDS: dict[str, str] = {
+    verb: f"cloze.commands.{verb}"
+    for verb in ("clean", "dedup", "vocab", "shard", "build", "train", "export", "inspect", "demo")
 }
 
 DESCRIPTION = """\
@@ -51,7 +36,13 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command(verb: str) -> ModuleType:
+    """The module of `verb` (`add_arguments`, `run`, `HELP`), imported on first use."""
+    return importlib.import_module(COMMANDS[verb])
+
+
+def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The `cloze` parser with a sub-parser for each of `verbs` (default: all of them)."""
     parser = argparse.ArgumentParser(
         prog="cloze",
         description=DESCRIPTION,
@@ -60,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument("-v", "--verbose", action="store_true", help="log Beam and library output")
     sub = parser.add_subparsers(dest="command", metavar="VERB", required=True)
-    for name, module in COMMANDS.items():
+    for name in verbs:
+        module = command(name)
         p = sub.add_parser(
             name,
             help=module.HELP,
@@ -73,12 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Run one `cloze` command; returns the exit code (never calls sys.exit)."""
-    parser = build_parser()
+    verb = next((a for a in argv if not a.startswith("-")), None)
+    # Top-level flags take no value, so the first word is the verb. Anything else (no verb,
+    # an unknown one, `cloze --help`) gets the full parser and its message.
+    parser = build_parser([verb] if verb in COMMANDS else COMMANDS)
     try:
         args, unknown = parser.parse_known_args(list(argv))
     except SystemExit as exit_:  # argparse: --help, --version, or a usage error
         return int(exit_.code or 0)
-    module = COMMANDS[args.command]
+    module = command(args.command)
     if unknown and not getattr(module, "BEAM", False):
         return _fail(args.command, f"unrecognized arguments: {' '.join(unknown)}", 2)
     _configure_logging(args.verbose)

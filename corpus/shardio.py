@@ -1,10 +1,10 @@
 """Shard files: WebDataset tars whose samples are blocks of sequences (see docs/design.md).
 
-Writing goes through `webdataset.TarWriter` with a fixed integer mtime, so the same blocks
-give byte-identical tars and each member costs one 512-byte header (a float mtime would add
-a PAX header of two more blocks to every member). Reading streams the tar with `tarfile`
-and decodes `.npy` members with `allow_pickle=False`; nothing in a shard is ever unpickled
-or extracted to disk.
+Writing makes the members `webdataset.TarWriter` would (`TarStream`), with a fixed integer
+mtime, so the same blocks give byte-identical tars and each member costs one 512-byte
+header (a float mtime would add a PAX header of two more blocks to every member). Reading
+streams the tar with `tarfile` and decodes `.npy` members with `allow_pickle=False`; nothing
+in a shard is ever unpickled or extracted to disk.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import numpy as np
-import webdataset as wds
 
 from schemas.errors import BadInputError, ClozeError
 from schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
@@ -253,15 +252,13 @@ class ShardWriter:
         self.token_dtype = token_dtype
         self._tmp = fs.join(self.directory, f".{self.name}.{uuid.uuid4().hex}.tmp")
         self._file = _HashingFile(fs.create(self._tmp))
-        self._tar = wds.TarWriter(self._file, encoder=False, mtime=0, user="", group="")
+        self._tar = TarStream(self._file)
         self.blocks = 0
         self.sequences = 0
         self.tokens = 0
 
     def write(self, block: Block) -> None:
-        sample: dict[str, Any] = {"__key__": block_key(self.index, self.blocks)}
-        sample.update(encode_block(block))
-        self._tar.write(sample)
+        self._tar.write(block_key(self.index, self.blocks), encode_block(block))
         self.blocks += 1
         self.sequences += len(block)
         self.tokens += block.num_tokens
@@ -292,6 +289,30 @@ class ShardWriter:
     def __exit__(self, exc_type: object, *_: object) -> None:
         if exc_type is not None:
             self.abort()
+
+
+class TarStream:
+    """Samples as tar members, byte for byte as `webdataset.TarWriter(f, encoder=False,
+    mtime=0, user="", group="")` writes them (tests/corpus/test_shardio.py compares), with
+    the standard library alone: importing webdataset imports torch, a second at the start
+    of every `cloze shard`."""
+
+    def __init__(self, fileobj: io.RawIOBase | IO[bytes]) -> None:
+        self._tar = tarfile.open(fileobj=fileobj, mode="w|")  # noqa: SIM115 (closed by close())
+
+    def write(self, key: str, members: dict[str, bytes]) -> None:
+        """Members `KEY.NAME`, in name order (webdataset sorts them too)."""
+        for name in sorted(members):
+            data = members[name]
+            info = tarfile.TarInfo(f"{key}.{name}")
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o444
+            info.uname = info.gname = ""
+            self._tar.addfile(info, io.BytesIO(data))
+
+    def close(self) -> None:
+        self._tar.close()
 
 
 class _HashingFile(io.RawIOBase):

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 import numpy as np
@@ -23,9 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from corpus import dealing
 from corpus.instances import SequenceBatch, Specials
-from corpus.masking import MaskTables
 from corpus.pairs import SHORT_SEQ_PROB
-from corpus.premask import StaticMasker, default_max_predictions
 from corpus.sentences import DEFAULT_LANGUAGE
 from corpus.shardio import make_block, prepare_output_dir, write_blocks, write_manifest
 from corpus.vocab import TokenizerInfo, load_tokenizer
@@ -44,6 +42,9 @@ from schemas.errors import BadInputError, UsageError
 from schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
 from schemas.manifest import token_dtype_for as _dtype
 from schemas.masking import MASK_KINDS, MaskingSettings
+
+if TYPE_CHECKING:
+    from corpus.premask import StaticMasker
 
 __all__ = ["PACKED_MODES", "PAIR_MODES", "DealToShards", "ShardConfig", "run_shard"]
 
@@ -97,6 +98,9 @@ class ShardConfig:
     def masking(self) -> MaskingSettings | None:
         if self.premask is None:
             return None
+        # corpus.premask imports torch (a second of imports): only when masking statically.
+        from corpus.premask import default_max_predictions
+
         max_predictions = self.max_predictions or default_max_predictions(self.max_seq_len)
         try:
             return MaskingSettings(
@@ -196,6 +200,9 @@ class MaskSpec:
     pad_id: int
 
     def masker(self) -> StaticMasker:
+        from corpus.masking import MaskTables
+        from corpus.premask import StaticMasker
+
         tables = MaskTables.build(
             self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id
         )

@@ -1,3 +1,4 @@
+import io
 import subprocess
 import tarfile
 
@@ -8,6 +9,8 @@ import webdataset as wds
 from corpus.shardio import (
     ShardFormatError,
     ShardWriter,
+    TarStream,
+    encode_block,
     file_sha256,
     iter_blocks,
     make_block,
@@ -145,3 +148,17 @@ def test_bytes_on_disk_within_ten_percent_of_the_token_payload(tmp_path, pairs) 
     info = write_blocks(tmp_path, 0, "uint16", blocks)
     payload = 2 * info.tokens
     assert info.bytes <= 1.10 * payload, info.bytes / payload
+
+
+def test_tar_stream_writes_what_webdataset_writes() -> None:
+    """Our writer skips importing webdataset (and with it torch), not its format."""
+    samples = [(f"000001_{i:06d}", encode_block(b)) for i, b in enumerate(sample_blocks(True))]
+    ours, theirs = io.BytesIO(), io.BytesIO()
+    stream = TarStream(ours)
+    writer = wds.TarWriter(theirs, encoder=False, mtime=0, user="", group="")
+    for key, members in samples:
+        stream.write(key, members)
+        writer.write({"__key__": key, **members})
+    stream.close()
+    writer.close()
+    assert ours.getvalue() == theirs.getvalue()
