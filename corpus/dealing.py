@@ -1,27 +1,21 @@
 """Dealing sequences to shards: a global shuffle without a global sort.
 
-Every sequence gets a 64-bit key from (seed, identity). Keys fall into `2**bits` buckets by
-their top bits; with the count of every bucket (a small table), a sequence's global rank is
-the count of all smaller buckets plus its rank inside its bucket, which one worker computes
-by sorting just that bucket. Rank r goes to shard r mod S at position r div S, so shards
-differ in size by at most one and each is an i.i.d. sample of the corpus.
+Every sequence has a uniform 64-bit key (derived from its document's key, `corpus.keys`).
+Keys fall into `2**bits` buckets by their top bits; with the count of every bucket (a small
+table), a sequence's global rank is the count of all smaller buckets plus its rank inside
+its bucket, which one worker computes by sorting just that bucket. Rank r goes to shard
+r mod S at position r div S, so shards differ in size by at most one and each is an i.i.d.
+sample of the corpus.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 DEFAULT_BUCKET_BITS = 12
-
-
-def sequence_key(seed: int, identity: str) -> int:
-    """Uniform 64-bit key of a sequence, from the seed and a string naming the sequence."""
-    digest = hashlib.blake2b(f"{seed}\x00{identity}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
 
 
 def bucket_of(key: int, bits: int = DEFAULT_BUCKET_BITS) -> int:

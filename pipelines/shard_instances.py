@@ -2,19 +2,19 @@
 
 Work is done per batch of documents, not per document or per sequence: a DoFn call
 tokenizes ~1 MB of text with one `encode_batch_fast` call (tokenizer built once per
-worker), builds that text's sequences, and emits them as a few `SequenceBatch`es, one per
-shuffle bucket, so Beam handles thousands of elements where there are millions of
-sequences. FULL-SENTENCES packs documents' short tails together in hashed groups; pair
-modes that draw random segments from other documents (nsp, sso) work on hashed groups of
-about 2048 documents, each document's choices coming from an rng seeded by (seed, document
-id, copy): the same pairs on every run, with any number of workers.
+worker), builds that text's sequences with array arithmetic, and emits them as a few
+`SequenceBatch`es, one per shuffle bucket, so Beam handles thousands of elements where
+there are millions of sequences. FULL-SENTENCES packs documents' short tails together in
+hashed groups; pair modes that draw random segments from other documents (nsp, sso) work
+on hashed groups of about 2048 documents. Every key and random choice derives from the
+documents' keys (`corpus.keys`): the same sequences on every run, with any number of
+workers.
 """
 
 from __future__ import annotations
 
-import random
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,18 +22,18 @@ import apache_beam as beam
 import numpy as np
 from tokenizers import Tokenizer
 
-from corpus import dealing
+from corpus import dealing, ranges
+from corpus import keys as rk
 from corpus.instances import (
     SequenceBatch,
     Specials,
-    chunk_tokens,
+    chunk_bounds,
     content_capacity,
-    pack_across_documents,
-    pack_document,
-    single_sequence,
+    pack_tails,
+    single_sequences,
 )
-from corpus.pairs import PairCounts, make_pairs, pair_sequence
-from corpus.tokenize import TokenizedDoc, tokenize_documents
+from corpus.pairs import NUM_LABELS, PairCounts, make_pairs, pair_sequences
+from corpus.tokenize import DocumentEncoder, TokenizedBatch
 from pipelines.counters import counter
 from schemas.errors import BadInputError
 
@@ -47,6 +47,8 @@ TAIL_GROUPS = 64
 PAIR_GROUP_DOCS = 2048
 # Text per encode_batch_fast call; the Rust side splits a batch over every core.
 TOKENIZE_BATCH_CHARS = 1 << 20
+# What a key is derived for (corpus.keys.derive's first field after the document key).
+_CHUNK, _TAIL_GROUP, _PAIR_GROUP, _PAIR = range(4)
 
 
 @dataclass(frozen=True)
@@ -67,75 +69,93 @@ class InstanceSettings:
         return max(1, self.documents // PAIR_GROUP_DOCS)
 
 
-def _key(seed: int, identity: str, copy: int) -> int:
-    return dealing.sequence_key(seed, f"{identity}\x00{copy}")
+@dataclass(frozen=True)
+class GroupPart:
+    """Documents on their way to a group: their ids, keys and tokens (for FULL-SENTENCES
+    tails, each document's tail as its one sentence)."""
+
+    ids: list[str]
+    keys: np.ndarray
+    docs: TokenizedBatch
+
+    @classmethod
+    def gather(cls, parts: Iterable[GroupPart]) -> GroupPart:
+        """Every part's documents in key order (ids break a 64-bit tie): the same order
+        however the parts arrived."""
+        parts = list(parts)
+        ids = [i for p in parts for i in p.ids]
+        keys = np.concatenate([p.keys for p in parts])
+        order = dealing.key_order(keys, functools.partial(_encoded, ids))
+        docs = TokenizedBatch.concat([p.docs for p in parts]).select(order)
+        return cls([ids[i] for i in order.tolist()], keys[order], docs)
 
 
-class _Collector:
-    """Sequences gathered in a DoFn call, handed out as one SequenceBatch per bucket."""
+def _encoded(ids: list[str]) -> list[bytes]:
+    return [i.encode() for i in ids]
 
-    def __init__(self, s: InstanceSettings) -> None:
-        self.s = s
-        self.keys: list[int] = []
-        self.seqs: list[np.ndarray] = []
-        self.segments: list[int] = []
-        self.labels: list[int] = []
-        self.copies: list[int] = []
 
-    def add(self, identity: str, tokens: np.ndarray, segment: int = -1, label: int = -1) -> None:
-        for copy in range(self.s.dupe_factor):
-            self.add_copy(identity, tokens, copy, segment, label)
+def _copies(
+    s: InstanceSettings,
+    keys: np.ndarray,
+    fields: tuple[int | np.ndarray, ...],
+    tokens: np.ndarray,
+    bounds: np.ndarray,
+) -> list[SequenceBatch]:
+    """The sequences once per dupe-factor copy, copy c keyed by `derive(keys, *fields, c)`."""
+    return [
+        SequenceBatch.of(rk.derive(keys, *fields, copy), tokens, bounds, s.token_dtype, copy)
+        for copy in range(s.dupe_factor)
+    ]
 
-    def add_copy(
-        self, identity: str, tokens: np.ndarray, copy: int, segment: int = -1, label: int = -1
-    ) -> None:
-        self.keys.append(_key(self.s.seed, identity, copy))
-        self.seqs.append(tokens)
-        self.segments.append(segment)
-        self.labels.append(label)
-        self.copies.append(copy)
 
-    def batches(self) -> Iterator[tuple[int, SequenceBatch]]:
-        if not self.keys:
-            return
-        counter("shard.sequences").inc(len(self.keys))
-        batch = SequenceBatch.build(
-            self.keys, self.seqs, self.s.token_dtype, self.segments, self.labels, self.copies
-        )
-        buckets = dealing.buckets_of(batch.keys, self.s.bucket_bits)
-        order = np.argsort(buckets, kind="stable")
-        edges = np.flatnonzero(np.diff(buckets[order])) + 1
-        for part in np.split(order, edges):
-            yield int(buckets[part[0]]), batch.take(part)
+def _split_by(values: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(value, the indices holding it) for every distinct value, smallest first."""
+    order = np.argsort(values, kind="stable")
+    for part in np.split(order, np.flatnonzero(np.diff(values[order])) + 1):
+        if len(part):
+            yield int(values[part[0]]), part
+
+
+def _by_bucket(s: InstanceSettings, batches: list[SequenceBatch]) -> Iterator[Any]:
+    """(bucket, SequenceBatch) for every shuffle bucket the sequences fall in."""
+    if not batches:
+        return
+    batch = SequenceBatch.concat(batches)
+    counter("shard.sequences").inc(len(batch))
+    for bucket, part in _split_by(dealing.buckets_of(batch.keys, s.bucket_bits)):
+        yield bucket, batch.take(part)
+
+
+def _tagged(
+    tag: str, ids: list[str], keys: np.ndarray, docs: TokenizedBatch, groups: np.ndarray
+) -> Iterator[Any]:
+    """(group, GroupPart) per group, as output `tag`: one per DoFn call and group, so Beam
+    pickles a few arrays, not one object per document."""
+    for group, mine in _split_by(groups):
+        part = GroupPart([ids[i] for i in mine.tolist()], keys[mine], docs.select(mine))
+        yield beam.pvalue.TaggedOutput(tag, (group, part))
 
 
 class _SliceTable(beam.DoFn):
-    """A Parquet record batch (pyarrow Table with `id` and `text`) -> lists of (id, text)
+    """A Parquet record batch (pyarrow Table with `id` and `text`) -> (ids, texts) lists
     holding about TOKENIZE_BATCH_CHARS of text each. Reading whole row groups skips Beam's
     per-row dicts; how rows are sliced does not change the result."""
 
-    def process(self, table: Any) -> Iterator[list[tuple[str, str]]]:
+    def process(self, table: Any) -> Iterator[tuple[list[str], list[str]]]:
         ids = table.column("id").to_pylist()
         texts = table.column("text").to_pylist()
-        batch: list[tuple[str, str]] = []
-        size = 0
-        for doc_id, text in zip(ids, texts, strict=True):
-            batch.append((doc_id, text))
-            size += len(text)
-            if size >= TOKENIZE_BATCH_CHARS:
-                yield batch
-                batch, size = [], 0
-        if batch:
-            yield batch
-
-
-def _doc_id(item: tuple[str, Any]) -> str:
-    return item[0]
+        sizes = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        lo = 0
+        while lo < len(texts):
+            done = sizes[lo - 1] if lo else 0
+            hi = int(np.searchsorted(sizes, done + TOKENIZE_BATCH_CHARS)) + 1
+            yield ids[lo:hi], texts[lo:hi]
+            lo = hi
 
 
 class _BuildBatch(beam.DoFn):
-    """[(doc id, text)] -> (bucket, SequenceBatch); FULL-SENTENCES tails go to `tails` and,
-    for nsp / sso, tokenized documents to `docs`, each as (group, [(doc id, item)])."""
+    """(ids, texts) -> (bucket, SequenceBatch); FULL-SENTENCES tails go to `tails` and, for
+    nsp / sso, tokenized documents to `docs`, each as (group, GroupPart)."""
 
     TAILS = "tails"
     DOCS = "docs"
@@ -144,155 +164,123 @@ class _BuildBatch(beam.DoFn):
         self.tokenizer_json = tokenizer_json
         self.s = settings
         self.capacity = content_capacity(settings.max_seq_len)
-        self.tok: Tokenizer | None = None
+        self.encoder: DocumentEncoder | None = None
         self.docs_counter = counter("shard.documents")
         self.empty = counter("shard.documents_without_tokens")
         self.tokens = counter("shard.document_tokens")
 
     def setup(self) -> None:
-        self.tok = Tokenizer.from_str(self.tokenizer_json)
+        self.encoder = DocumentEncoder(Tokenizer.from_str(self.tokenizer_json), self.s.language)
 
-    def process(self, rows: list[tuple[str, str]]) -> Iterator[Any]:
-        assert self.tok is not None
+    def process(self, rows: tuple[list[str], list[str]]) -> Iterator[Any]:
+        assert self.encoder is not None
+        ids, texts = rows
         # SpanBERT's single segments ignore sentence boundaries: no splitter for them.
-        split = self.s.mode != "single"
-        docs = tokenize_documents(self.tok, [text for _, text in rows], split, self.s.language)
-        self.docs_counter.inc(len(rows))
-        out = _Collector(self.s)
-        grouped: dict[int, list[tuple[str, Any]]] = defaultdict(list)
-        counts = PairCounts()
-        for (doc_id, _), doc in zip(rows, docs, strict=True):
-            if len(doc) == 0:
-                self.empty.inc()
-                continue
-            self.tokens.inc(doc.num_tokens)
-            if self.s.mode in PACKED_MODES:
-                self._pack(doc_id, doc, out, grouped)
-            elif self.s.mode == "sop":
-                _add_pairs(self.s, [doc.sentences()], [doc_id], out, counts)
-            else:
-                group = dealing.sequence_key(self.s.seed, f"pairgroup\x00{doc_id}")
-                grouped[group % self.s.pair_groups].append((doc_id, doc))
-        for group, items in sorted(grouped.items()):
-            if self.s.mode in PACKED_MODES:
-                # one array per call and group: Beam pickles a few arrays, not one per tail
-                ids = [doc_id for doc_id, _ in items]
-                tails = [tail for _, tail in items]
-                yield beam.pvalue.TaggedOutput(self.TAILS, (group, (ids, *_flat(tails))))
-            else:
-                yield beam.pvalue.TaggedOutput(self.DOCS, (group, items))
-        if self.s.mode == "sop":
-            _count_pairs(counts)
-        yield from out.batches()
+        batch = self.encoder.encode(texts, split=self.s.mode != "single")
+        sizes = np.diff(batch.token_bounds())
+        self.docs_counter.inc(len(ids))
+        self.empty.inc(int((sizes == 0).sum()))
+        self.tokens.inc(int(sizes.sum()))
+        keys = rk.string_keys(self.s.seed, ids)
+        if self.s.mode in PACKED_MODES:
+            yield from self._packed(ids, keys, batch)
+        elif self.s.mode == "sop":
+            yield from _by_bucket(self.s, _pair_batches(self.s, batch, keys, ""))
+        else:
+            docs = np.flatnonzero(sizes > 0)
+            groups = rk.derive(keys[docs], _PAIR_GROUP) % np.uint64(self.s.pair_groups)
+            doc_ids = [ids[i] for i in docs.tolist()]
+            yield from _tagged(self.DOCS, doc_ids, keys[docs], batch.select(docs), groups)
 
-    def _pack(
-        self,
-        doc_id: str,
-        doc: TokenizedDoc,
-        out: _Collector,
-        tails: dict[int, list[tuple[str, Any]]],
-    ) -> None:
-        chunks = pack_document(doc.sentences(), self.capacity)
-        for i, chunk in enumerate(chunks):
-            last = i == len(chunks) - 1
-            if last and self.s.mode == "full-sentences" and chunk_tokens(chunk) < self.capacity:
-                group = dealing.sequence_key(self.s.seed, f"tail\x00{doc_id}") % TAIL_GROUPS
-                tails[group].append((doc_id, np.concatenate(chunk)))
-                continue
-            out.add(f"{doc_id}\x00{i}", single_sequence(chunk, self.s.specials))
-
-
-def _flat(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([len(a) for a in arrays], out=offsets[1:])
-    return np.concatenate(arrays), offsets
-
-
-TailPart = tuple[list[str], np.ndarray, np.ndarray]  # doc ids, their tails flat, offsets
+    def _packed(self, ids: list[str], keys: np.ndarray, batch: TokenizedBatch) -> Iterator[Any]:
+        bounds = chunk_bounds(batch, self.capacity)
+        starts, ends = bounds[:-1], bounds[1:]
+        doc = np.searchsorted(batch.token_bounds(), starts, side="right") - 1
+        number = np.arange(len(doc)) - np.searchsorted(doc, doc)  # chunk number in its doc
+        tail = np.zeros(len(doc), dtype=bool)
+        if self.s.mode == "full-sentences":  # a short last chunk waits for other documents
+            last = np.append(doc[1:] != doc[:-1], True)
+            tail = last & (ends - starts < self.capacity)
+        own = np.flatnonzero(~tail)
+        tokens, seq_bounds = single_sequences(batch.ids, starts[own], ends[own], self.s.specials)
+        fields = (_CHUNK, number[own])
+        yield from _by_bucket(self.s, _copies(self.s, keys[doc[own]], fields, tokens, seq_bounds))
+        t = np.flatnonzero(tail)
+        tail_doc = doc[t]
+        lengths = ends[t] - starts[t]
+        tails = TokenizedBatch(  # each tail as its document's one sentence
+            ids=ranges.gather(batch.ids, starts[t], lengths),
+            sentences=ranges.offsets(lengths),
+            documents=np.arange(len(t) + 1),
+        )
+        groups = rk.derive(keys[tail_doc], _TAIL_GROUP) % np.uint64(TAIL_GROUPS)
+        tail_ids = [ids[i] for i in tail_doc.tolist()]
+        yield from _tagged(self.TAILS, tail_ids, keys[tail_doc], tails, groups)
 
 
 class _PackTails(beam.DoFn):
-    """(group, [TailPart]) -> sequences that may cross documents (FULL-SENTENCES)."""
+    """(group, [GroupPart of tails]) -> sequences that may cross documents
+    (FULL-SENTENCES)."""
 
     def __init__(self, settings: InstanceSettings) -> None:
         self.s = settings
         self.capacity = content_capacity(settings.max_seq_len)
 
-    def process(self, item: tuple[int, Iterable[TailPart]]) -> Iterator[tuple[int, SequenceBatch]]:
+    def process(self, item: tuple[int, Iterable[GroupPart]]) -> Iterator[tuple[int, SequenceBatch]]:
         group, parts = item
-        tails = [
-            (doc_id, tokens[offsets[i] : offsets[i + 1]])
-            for ids, tokens, offsets in parts
-            for i, doc_id in enumerate(ids)
-        ]
-        tails.sort(key=_doc_id)  # by doc id: the same packing on every run
-        packed = pack_across_documents(
-            ([tail] for _, tail in tails), self.capacity, self.s.specials.sep
-        )
-        out = _Collector(self.s)
-        for i, chunk in enumerate(packed):
-            out.add(f"tails\x00{group}\x00{i}", single_sequence(chunk, self.s.specials))
-        yield from out.batches()
+        tails = GroupPart.gather(parts).docs  # by document key: the same packing every run
+        stream, lo, hi = pack_tails(tails.ids, tails.sentences, self.capacity, self.s.specials.sep)
+        tokens, bounds = single_sequences(stream, lo, hi, self.s.specials)
+        base = np.array([rk.string_key(self.s.seed, f"tails\x00{group}")], dtype=np.uint64)
+        fields = (np.arange(len(lo)),)
+        yield from _by_bucket(self.s, _copies(self.s, base, fields, tokens, bounds))
 
 
-def _add_pairs(
-    s: InstanceSettings,
-    docs: list[list[np.ndarray]],
-    ids: Sequence[str],
-    out: _Collector,
-    counts: PairCounts,
-    source: str = "",
-) -> None:
-    """Every copy of every document's pairs (each copy re-paired, as BERT's dupe_factor)."""
-    labels = [0, 0, 0]
+def _pair_batches(
+    s: InstanceSettings, docs: TokenizedBatch, keys: np.ndarray, source: str
+) -> list[SequenceBatch]:
+    """Every copy of every document's pairs (each copy re-paired, as BERT's dupe_factor),
+    with the counts of `corpus.pairs.PairCounts` as counters."""
+    counts = PairCounts()
+    labels = np.zeros(NUM_LABELS[s.mode], dtype=np.int64)
+    out = []
     for copy in range(s.dupe_factor):
-        for index, doc_id in enumerate(ids):
-            rng = random.Random(_key(s.seed, f"pairs\x00{doc_id}", copy))
-            try:
-                pairs = make_pairs(
-                    docs, index, s.mode, s.max_seq_len, rng, counts, s.short_seq_prob
-                )
-            except ValueError as err:
-                raise BadInputError(
-                    f"{source}: cannot build {s.mode} pairs ({err}); random segments need a "
-                    "corpus of at least two documents"
-                ) from None
-            for j, pair in enumerate(pairs):
-                tokens, segment = pair_sequence(pair, s.specials)
-                out.add_copy(f"pair\x00{doc_id}\x00{j}", tokens, copy, segment, pair.label)
-                labels[pair.label] += 1
-    for label, count in enumerate(labels):
+        try:
+            spans = make_pairs(docs, keys, s.mode, s.max_seq_len, copy, counts, s.short_seq_prob)
+        except ValueError as err:
+            raise BadInputError(
+                f"{source}: cannot build {s.mode} pairs ({err}); random segments need a "
+                "corpus of at least two documents"
+            ) from None
+        tokens, bounds, segments = pair_sequences(docs.ids, spans, s.specials)
+        pair_keys = rk.derive(keys[spans.doc], _PAIR, spans.step, copy)
+        out.append(
+            SequenceBatch.of(pair_keys, tokens, bounds, s.token_dtype, copy, segments, spans.label)
+        )
+        labels += np.bincount(spans.label, minlength=len(labels))
+    for label, count in enumerate(labels.tolist()):
         if count:
             counter(f"pairs.label_{label}").inc(count)
-
-
-def _count_pairs(counts: PairCounts) -> None:
     for name, value in counts.as_counters().items():
         counter(name).inc(value)
+    return out
 
 
 class _MakePairs(beam.DoFn):
-    """(group, [[(doc id, TokenizedDoc)]]) -> pair sequences with random segments drawn
-    from the group's other documents; the counts of `corpus.pairs.PairCounts` as counters."""
+    """(group, [GroupPart]) -> pair sequences with random segments drawn from the group's
+    other documents; the counts of `corpus.pairs.PairCounts` as counters."""
 
     def __init__(self, settings: InstanceSettings, source: str) -> None:
         self.s = settings
         self.source = source
 
-    def process(
-        self, item: tuple[int, Iterable[list[tuple[str, TokenizedDoc]]]]
-    ) -> Iterator[tuple[int, SequenceBatch]]:
-        ordered = sorted((d for part in item[1] for d in part), key=_doc_id)
-        docs = [doc.sentences() for _, doc in ordered]
-        out = _Collector(self.s)
-        counts = PairCounts()
-        _add_pairs(self.s, docs, [i for i, _ in ordered], out, counts, self.source)
-        _count_pairs(counts)
-        yield from out.batches()
+    def process(self, item: tuple[int, Iterable[GroupPart]]) -> Iterator[tuple[int, SequenceBatch]]:
+        group = GroupPart.gather(item[1])
+        yield from _by_bucket(self.s, _pair_batches(self.s, group.docs, group.keys, self.source))
 
 
 class PairsFromGroups(beam.PTransform):
-    """(group, [(doc id, TokenizedDoc)]) parts -> (bucket, SequenceBatch) of nsp/sso pairs
+    """(group, GroupPart) parts -> (bucket, SequenceBatch) of nsp/sso pairs
     whose random segments come from the group's other documents."""
 
     def __init__(self, settings: InstanceSettings, source: str) -> None:

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from corpus.demo_corpus import iter_docstrings
-from corpus.instances import Specials, content_capacity, pack_document, single_sequence
+from corpus.instances import Specials, chunk_bounds, content_capacity, single_sequences
 from corpus.masking import MaskTables
 from corpus.premask import StaticMasker, default_max_predictions
-from corpus.tokenize import tokenize_documents
+from corpus.tokenize import DocumentEncoder
 from corpus.vocab import load_tokenizer
 from schemas.masking import MaskingSettings
 
@@ -34,18 +34,15 @@ def vocab(tokenizer_dir):
 def _documents(tokenizer_dir):
     info = load_tokenizer(tokenizer_dir)
     texts = [d["text"] for d in islice(iter_docstrings(), 2000)]
-    return tokenize_documents(info.tokenizer, texts)
+    return DocumentEncoder(info.tokenizer).encode(texts)
 
 
 def sequences(info, max_seq_len: int, n: int) -> list[np.ndarray]:
     sp = Specials(cls=info.special_ids["cls"], sep=info.special_ids["sep"])
-    out = []
-    for doc in _documents(str(Path(info.path).parent)):
-        for chunk in pack_document(doc.sentences(), content_capacity(max_seq_len)):
-            out.append(single_sequence(chunk, sp))
-            if len(out) == n:
-                return out
-    return out
+    batch = _documents(str(Path(info.path).parent))
+    bounds = chunk_bounds(batch, content_capacity(max_seq_len))[: n + 1]
+    tokens, offsets = single_sequences(batch.ids.astype(np.int64), bounds[:-1], bounds[1:], sp)
+    return [tokens[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
 
 
 def masked(info, tables, kind: str, max_seq_len: int = 128, n: int = 2000, copy: int = 0):

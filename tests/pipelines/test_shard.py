@@ -12,11 +12,12 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from corpus import dealing
 from corpus.instances import SequenceBatch, Specials
+from corpus.keys import string_keys
 from corpus.shardio import iter_blocks
-from corpus.tokenize import TokenizedDoc, tokenize_documents
+from corpus.tokenize import TokenizedBatch, tokenize_documents
 from corpus.vocab import load_tokenizer
 from pipelines.shard import DealToShards, ShardConfig, run_shard
-from pipelines.shard_instances import InstanceSettings, PairsFromGroups
+from pipelines.shard_instances import GroupPart, InstanceSettings, PairsFromGroups
 from schemas.manifest import read_manifest
 
 BASE = 100000
@@ -47,15 +48,16 @@ def test_deal_to_shards_is_balanced() -> None:
         assert_that(sizes, equal_to([10] * 4 + [9] * 7))
 
 
-def _synthetic_docs(n: int) -> list[tuple[str, TokenizedDoc]]:
+def _synthetic_docs(lo: int, hi: int) -> GroupPart:
+    """Documents lo..hi-1 with sentences of random lengths; id = (doc + 1) * BASE + i."""
     rng = np.random.default_rng(5)
-    docs = []
-    for d in range(n):
-        lengths = rng.integers(1, 30, size=int(rng.integers(1, 8)))
-        ids = ((d + 1) * BASE + np.arange(lengths.sum())).astype(np.int64)
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        docs.append((f"doc{d:04d}", TokenizedDoc(ids, bounds)))
-    return docs
+    shape = [rng.integers(1, 30, size=int(rng.integers(1, 8))) for _ in range(hi)][lo:]
+    ids = [(d + 1) * BASE + np.arange(s.sum()) for d, s in zip(range(lo, hi), shape, strict=True)]
+    docs = TokenizedBatch.from_lengths(
+        np.concatenate(ids), np.concatenate(shape), np.array([len(s) for s in shape])
+    )
+    names = [f"doc{d:04d}" for d in range(lo, hi)]
+    return GroupPart(names, string_keys(3, names), docs)
 
 
 def _check_pairs(batches: list[tuple[int, SequenceBatch]]) -> None:
@@ -77,9 +79,9 @@ def _check_pair(t: np.ndarray, seg: int, label: int) -> None:
 
 def test_pair_instances_in_beam_draw_negatives_from_other_documents() -> None:
     settings = InstanceSettings("nsp", 64, 3, Specials(cls=1, sep=2), bucket_bits=3)
-    docs = _synthetic_docs(400)
     # the parts three DoFn calls would emit for two groups
-    parts = [(0, docs[:150]), (1, docs[150:300]), (0, docs[300:])]
+    parts = [(0, _synthetic_docs(0, 150)), (1, _synthetic_docs(150, 300))]
+    parts.append((0, _synthetic_docs(300, 400)))
     with TestPipeline() as p:
         instances = p | beam.Create(parts) | PairsFromGroups(settings, "synthetic")
         assert_that(instances, _check_pairs)
