@@ -1,19 +1,25 @@
 """`cloze shard` throughput against HF `datasets` + `group_texts` and the tokenizer ceiling.
 
-    python bench/shard/run.py --mb 50             # throughput table (ratios from one run)
+    python bench/shard/run.py --mb 40              # throughput tables (ratios from one run)
     python bench/shard/run.py --mb 1000 --only full-sentences nsp --skip-peers   # peak RSS
 
 Makes its own corpus: the standard library's docstrings, repeated with their sentences
 rotated until the corpus has --mb megabytes of text, written as a document store (Parquet +
 stats.json). A WordPiece vocabulary (30522) is trained on the first 5 MB. Then, over the
-same text:
+same text, each contender in a fresh Python process of its own:
 
-- ceiling: `Tokenizer.encode_batch_fast` alone, 1,000 documents per call;
-- hf:      `datasets` map(tokenize, batched) + map(group_texts, batched), as
+- ceiling: `Tokenizer.encode_batch_fast` alone, 1,000 documents per call, ids read back;
+- hf:      `datasets` load_dataset + map(tokenize, batched) + map(group_texts, batched), as
            transformers' examples/pytorch/language-modeling/run_mlm.py does it (one process,
-           its default), block size = --max-seq-len;
-- cloze:   `cloze shard --mode M` on Beam's DirectRunner (one worker unless --workers),
-           in a subprocess whose peak RSS is measured.
+           its default), block size = --max-seq-len, on an empty cache;
+- cloze:   `cloze shard --mode M` (`cloze.cli.main`) on Beam's DirectRunner (one worker
+           unless --workers).
+
+Two figures per contender, two tables: "work" is timed inside the process after its
+imports (tokenizer loaded for the peers; cloze's includes loading the tokenizer, building
+and running the pipeline, writing the shards and the manifest); "process" is the whole
+subprocess as the parent sees it: interpreter start, imports, work, exit. Peak RSS is the
+process's (`/usr/bin/time`).
 
 Needs `pip install -r bench/requirements.txt` (datasets). The work directory is deleted
 at the end unless --keep.
@@ -38,16 +44,18 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from corpus.demo_corpus import iter_docstrings  # noqa: E402
-from corpus.sentences import split_sentences  # noqa: E402
-from corpus.vocab import VocabConfig, load_tokenizer, save_tokenizer, train_tokenizer  # noqa: E402
-from schemas.documents import DOCUMENT  # noqa: E402
+# Each contender's process imports only what it uses: project modules are imported inside
+# the functions below.
 
 DOCS_PER_PART = 20_000
 
 
 def make_corpus(work: Path, megabytes: float) -> tuple[Path, int, int]:
     """Docstrings, each copy with its sentences rotated by the copy number."""
+    from corpus.demo_corpus import iter_docstrings
+    from corpus.sentences import split_sentences
+    from schemas.documents import DOCUMENT
+
     base = [d["text"] for d in iter_docstrings()]
     split = [split_sentences(t) for t in base]
     docs_dir = work / "docs"
@@ -78,6 +86,8 @@ def make_corpus(work: Path, megabytes: float) -> tuple[Path, int, int]:
 
 
 def make_tokenizer(work: Path, docs_dir: Path) -> Path:
+    from corpus.vocab import VocabConfig, save_tokenizer, train_tokenizer
+
     texts, size = [], 0
     for f in sorted(docs_dir.glob("part-*.parquet")):
         for t in pq.read_table(f).column("text").to_pylist():
@@ -101,17 +111,20 @@ def all_texts(docs_dir: Path) -> list[str]:
     ]
 
 
-def ceiling(tokenizer: Path, texts: list[str]) -> tuple[float, int]:
+def ceiling(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
+    from corpus.vocab import load_tokenizer
+
+    texts = all_texts(docs_dir)
     tok = load_tokenizer(tokenizer).tokenizer
     start = time.perf_counter()
     tokens = 0
     for i in range(0, len(texts), 1000):
         for e in tok.encode_batch_fast(texts[i : i + 1000], add_special_tokens=False):
             tokens += len(e.ids)
-    return time.perf_counter() - start, tokens
+    return {"seconds": time.perf_counter() - start, "tokens": tokens}
 
 
-def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> tuple[float, int]:
+def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> dict[str, float]:
     import datasets
     from transformers import AutoTokenizer
 
@@ -139,30 +152,80 @@ def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> 
         }
 
     grouped = tokenized.map(group_texts, batched=True)
-    return time.perf_counter() - start, len(grouped)
+    return {"seconds": time.perf_counter() - start, "sequences": len(grouped)}
 
 
-def cloze_shard(
-    mode: str, docs_dir: Path, tokenizer: Path, out: Path, max_len: int, workers: int
-) -> tuple[float, int, float]:
-    cmd = [
-        sys.executable, "-m", "cloze", "shard", "--input", str(docs_dir),
-        "--tokenizer", str(tokenizer), "--output", str(out), "--mode", mode,
-        "--max-seq-len", str(max_len),
-    ]  # fmt: skip
-    if workers > 1:
-        cmd += [
-            "--direct_num_workers", str(workers), "--direct_running_mode", "multi_processing"
-        ]  # fmt: skip
-    timed = ["/usr/bin/time", "-f", "%M", *cmd]
+def cloze_shard(argv: list[str]) -> dict[str, float]:
+    from cloze.cli import command, main
+
+    command("shard")  # the verb's imports, outside the timed work
     start = time.perf_counter()
-    done = subprocess.run(timed, capture_output=True, text=True, cwd=ROOT)
+    if main(argv) != 0:
+        raise SystemExit(f"cloze {' '.join(argv)} failed")
+    seconds = time.perf_counter() - start
+    output = Path(argv[argv.index("--output") + 1])
+    manifest = json.loads((output / "manifest.json").read_text())
+    return {"seconds": seconds, "sequences": manifest["totals"]["sequences"]}
+
+
+def child(args: argparse.Namespace, rest: list[str]) -> None:
+    """One contender, in this process; prints its result as one JSON line."""
+    work = args.work
+    if args.child == "ceiling":
+        result = ceiling(work / "tokenizer", work / "docs")
+    elif args.child == "hf":
+        result = hf_group_texts(work / "tokenizer", work / "docs", args.max_seq_len, work / "hf")
+    else:
+        result = cloze_shard(rest)
+    print(json.dumps(result))
+
+
+def run_child(args: argparse.Namespace, name: str, extra: list[str]) -> dict[str, float]:
+    """Run `name` in a fresh process: its result, plus `process` (wall seconds of the
+    whole process) and `rss_gb` (its peak RSS)."""
+    cmd = [sys.executable, __file__, "--child", name, "--work", str(args.work)]
+    cmd += ["--max-seq-len", str(args.max_seq_len), "--", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, cwd=ROOT
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"cloze shard failed:\n{done.stderr[-3000:]}")
-    rss_kb = float(done.stderr.strip().splitlines()[-1])
-    manifest = json.loads((out / "manifest.json").read_text())
-    return seconds, manifest["totals"]["sequences"], rss_kb / 1e6
+        raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process"] = seconds
+    result["rss_gb"] = float(done.stderr.strip().splitlines()[-1]) / 1e6
+    return result
+
+
+def cloze_argv(args: argparse.Namespace, mode: str) -> list[str]:
+    argv = [
+        "shard", "--input", str(args.work / "docs"), "--tokenizer", str(args.work / "tokenizer"),
+        "--output", str(args.work / f"shards-{mode}"), "--mode", mode,
+        "--max-seq-len", str(args.max_seq_len),
+    ]  # fmt: skip
+    if args.workers > 1:
+        argv += [
+            "--direct_num_workers", str(args.workers), "--direct_running_mode", "multi_processing"
+        ]  # fmt: skip
+    return argv
+
+
+def print_table(title: str, rows: list[tuple[str, dict[str, float]]], key: str, mb: float) -> None:
+    by_name = dict(rows)
+    hf = by_name.get("HF datasets + group_texts", {}).get(key)
+    ceil = by_name.get("encode_batch_fast alone", {}).get(key)
+    print(f"\n{title}")
+    head = ("s", "MB/s", "seq/s", "vs HF", "of ceil", "RSS GB")
+    print(f"{'':28s} " + " ".join(f"{h:>8s}" for h in head))
+    for name, r in rows:
+        s = r[key]
+        line = f"{name:28s} {s:8.1f} {mb / s:8.2f}"
+        line += f" {r['sequences'] / s:8.0f}" if "sequences" in r else f" {'':8s}"
+        line += f" {hf / s:8.2f}" if hf and name.startswith("cloze") else f" {'':8s}"
+        line += f" {ceil / s:8.0%}" if ceil else f" {'':8s}"
+        line += f" {r['rss_gb']:8.2f}"
+        print(line)
 
 
 def main() -> None:
@@ -174,42 +237,32 @@ def main() -> None:
     p.add_argument("--skip-peers", action="store_true", help="cloze only (peak RSS runs)")
     p.add_argument("--work", type=Path, help="work directory (default: a temporary one)")
     p.add_argument("--keep", action="store_true")
-    args = p.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-shard-"))
-    work.mkdir(parents=True, exist_ok=True)
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args, rest = p.parse_known_args()
+    if args.child:
+        child(args, rest[1:] if rest[:1] == ["--"] else rest)
+        return
+    args.work = args.work or Path(tempfile.mkdtemp(prefix="bench-shard-"))
+    args.work.mkdir(parents=True, exist_ok=True)
     try:
-        docs_dir, docs, nbytes = make_corpus(work, args.mb)
-        tokenizer = make_tokenizer(work, docs_dir)
+        docs_dir, docs, nbytes = make_corpus(args.work, args.mb)
+        make_tokenizer(args.work, docs_dir)
         mb = nbytes / 1e6
         print(f"corpus: {docs} documents, {mb:.1f} MB of text; max length {args.max_seq_len}")
-        print(f"machine: {os.cpu_count()} cores, shared with other work (one run, ratios)")
-        rows = []
-        base_s = hf_s = None
+        print(f"machine: {os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.2f}")
+        rows: list[tuple[str, dict[str, float]]] = []
         if not args.skip_peers:
-            texts = all_texts(docs_dir)
-            base_s, _ = ceiling(tokenizer, texts)
-            del texts
-            rows.append(("encode_batch_fast alone", base_s, None, None))
-            hf_s, hf_seqs = hf_group_texts(tokenizer, docs_dir, args.max_seq_len, work / "hf")
-            rows.append(("HF datasets + group_texts", hf_s, hf_seqs, None))
+            rows.append(("encode_batch_fast alone", run_child(args, "ceiling", [])))
+            shutil.rmtree(args.work / "hf", ignore_errors=True)  # an empty cache, every run
+            rows.append(("HF datasets + group_texts", run_child(args, "hf", [])))
         for mode in args.only:
-            s, seqs, rss = cloze_shard(
-                mode, docs_dir, tokenizer, work / f"shards-{mode}", args.max_seq_len, args.workers
-            )
-            rows.append((f"cloze shard {mode}", s, seqs, rss))
-        print()
-        head = ("s", "MB/s", "seq/s", "vs HF", "of ceil", "RSS GB")
-        print(f"{'':28s} " + " ".join(f"{h:>8s}" for h in head))
-        for name, s, seqs, rss in rows:
-            line = f"{name:28s} {s:8.1f} {mb / s:8.2f}"
-            line += f" {seqs / s:8.0f}" if seqs else f" {'':8s}"
-            line += f" {hf_s / s:8.2f}" if hf_s and name.startswith("cloze") else f" {'':8s}"
-            line += f" {base_s / s:8.0%}" if base_s else f" {'':8s}"
-            line += f" {rss:8.2f}" if rss else ""
-            print(line)
+            rows.append((f"cloze shard {mode}", run_child(args, "cloze", cloze_argv(args, mode))))
+        print(f"load average at end {os.getloadavg()[0]:.2f} (one run; ratios are what counts)")
+        print_table("work (in-process, after imports)", rows, "seconds", mb)
+        print_table("process (interpreter start + imports + work)", rows, "process", mb)
     finally:
         if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(args.work, ignore_errors=True)
 
 
 if __name__ == "__main__":
