@@ -39,6 +39,9 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         BuildConfig(
             inputs=[str(raw.parent)],
             root=str(root),
+            # The docstrings carry stable ids (module:line:name). Without them ids would
+            # contain the output path, and the sample and shuffle would depend on it.
+            clean={"id_field": "id"},
             vocab=VocabConfig(kind="wordpiece", vocab_size=args.vocab_size),
             mode="full-sentences",
             max_seq_len=128,

@@ -99,6 +99,18 @@ def test_demo_runs_the_whole_chain(tmp_path, capsys) -> None:
         assert json.loads(capsys.readouterr().out)["kind"] in ("docs", "tokenizer", "shards", "run")
 
 
+def test_demo_output_does_not_depend_on_where_it_is_written(tmp_path, capsys) -> None:
+    """Two demos into different directories: the same tokenizer and the same shard bytes."""
+    outs = [tmp_path / "a", tmp_path / "deeper" / "b"]
+    for out in outs:
+        args = ["demo", "--output", str(out), "--limit-docs", "300", "--steps", "2"]
+        assert main([*args, "--vocab-size", "1200", "--no-progress"]) == 0
+    capsys.readouterr()
+    a, b = (json.loads((o / "shards" / "manifest.json").read_text()) for o in outs)
+    assert a["tokenizer_sha256"] == b["tokenizer_sha256"]
+    assert [s["sha256"] for s in a["shards"]] == [s["sha256"] for s in b["shards"]]
+
+
 def test_inspect_verify_names_damaged_shards(shards_dir, tmp_path, capsys) -> None:
     copy = tmp_path / "shards"
     shutil.copytree(shards_dir, copy)
