@@ -21,7 +21,7 @@ from trainer.loop import train
 
 DOCS = 3000
 LENGTH = 128
-STEPS = 400
+STEPS = 700
 
 
 def write_shards(docs: list[str], source: Path, target: Path) -> Path:
@@ -77,5 +77,6 @@ def test_bert_tiny_beats_the_frequency_baseline_on_held_out_docstrings(
     baseline = frequency_baseline(held, 20, 32)
     print(f"held-out MLM accuracy {accuracy:.3f}, frequency baseline {baseline:.3f}")
     assert baseline < 0.15
-    # Measured: about 0.15 against a baseline of about 0.06 (one run, seed 0).
+    # Measured at 700 steps: 0.155 against a baseline of 0.049. At 400 steps two runs gave
+    # 0.094 and 0.136 (CPU kernels are not bit-reproducible across runs): too near the bar.
     assert accuracy > 2 * baseline, (accuracy, baseline)
