@@ -19,7 +19,7 @@ contains the marker.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 
 import numpy as np
@@ -64,10 +64,11 @@ class TokenizedDoc:
 
 @dataclass(frozen=True)
 class TokenizedBatch:
-    """Documents tokenized together, flat. `ids` (int32) holds every token of every
-    document in order; sentence s is `ids[sentences[s]:sentences[s + 1]]`; document d is
-    sentences `documents[d]` to `documents[d + 1] - 1`. No sentence is empty; a document
-    may have none (a text without a token)."""
+    """Documents tokenized together, flat. `ids` (int32 from the tokenizer, or narrower
+    after `narrowed`) holds every token of every document in order; sentence s is
+    `ids[sentences[s]:sentences[s + 1]]`; document d is sentences `documents[d]` to
+    `documents[d + 1] - 1`. No sentence is empty; a document may have none (a text without
+    a token)."""
 
     ids: np.ndarray
     sentences: np.ndarray
@@ -84,6 +85,11 @@ class TokenizedBatch:
         lo, hi = self.documents[d], self.documents[d + 1]
         bounds = self.sentences[lo : hi + 1]
         return TokenizedDoc(self.ids[bounds[0] : bounds[-1]], bounds - bounds[0])
+
+    def narrowed(self, dtype: str) -> TokenizedBatch:
+        """The same documents with ids as `dtype` (a shard's token dtype, which holds every
+        id of its vocabulary): half the bytes through a shuffle for vocabularies < 65536."""
+        return replace(self, ids=self.ids.astype(dtype, copy=False))
 
     def select(self, docs: np.ndarray) -> TokenizedBatch:
         """The documents at indices `docs`, in that order."""

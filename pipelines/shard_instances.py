@@ -190,7 +190,8 @@ class _BuildBatch(beam.DoFn):
             docs = np.flatnonzero(sizes > 0)
             groups = rk.derive(keys[docs], _PAIR_GROUP) % np.uint64(self.s.pair_groups)
             doc_ids = [ids[i] for i in docs.tolist()]
-            yield from _tagged(self.DOCS, doc_ids, keys[docs], batch.select(docs), groups)
+            narrow = batch.select(docs).narrowed(self.s.token_dtype)
+            yield from _tagged(self.DOCS, doc_ids, keys[docs], narrow, groups)
 
     def _packed(self, ids: list[str], keys: np.ndarray, batch: TokenizedBatch) -> Iterator[Any]:
         bounds = chunk_bounds(batch, self.capacity)
@@ -209,7 +210,7 @@ class _BuildBatch(beam.DoFn):
         tail_doc = doc[t]
         lengths = ends[t] - starts[t]
         tails = TokenizedBatch(  # each tail as its document's one sentence
-            ids=ranges.gather(batch.ids, starts[t], lengths),
+            ids=ranges.gather(batch.ids, starts[t], lengths).astype(self.s.token_dtype),
             sentences=ranges.offsets(lengths),
             documents=np.arange(len(t) + 1),
         )
