@@ -9,6 +9,8 @@ stats.json). A WordPiece vocabulary (30522) is trained on the first 5 MB. Then, 
 same text, each contender in a fresh Python process of its own:
 
 - ceiling: `Tokenizer.encode_batch_fast` alone, 1,000 documents per call, ids read back;
+- sentences: the floor of a sentence-aware builder: split into sentences and encode
+           keeping the boundaries (`corpus.tokenize.DocumentEncoder`), nothing else;
 - hf:      `datasets` load_dataset + map(tokenize, batched) + map(group_texts, batched), as
            transformers' examples/pytorch/language-modeling/run_mlm.py does it (one process,
            its default), block size = --max-seq-len, on an empty cache;
@@ -124,6 +126,21 @@ def ceiling(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - start, "tokens": tokens}
 
 
+def sentences_kept(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
+    """What any sentence-aware builder must do before packing: split every document into
+    sentences and tokenize it keeping the boundaries (`DocumentEncoder`, as `cloze shard`)."""
+    from corpus.tokenize import DocumentEncoder
+    from corpus.vocab import load_tokenizer
+
+    texts = all_texts(docs_dir)
+    encoder = DocumentEncoder(load_tokenizer(tokenizer).tokenizer)
+    start = time.perf_counter()
+    tokens = 0
+    for i in range(0, len(texts), 1000):
+        tokens += len(encoder.encode(texts[i : i + 1000]).ids)
+    return {"seconds": time.perf_counter() - start, "tokens": tokens}
+
+
 def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> dict[str, float]:
     import datasets
     from transformers import AutoTokenizer
@@ -173,6 +190,8 @@ def child(args: argparse.Namespace, rest: list[str]) -> None:
     work = args.work
     if args.child == "ceiling":
         result = ceiling(work / "tokenizer", work / "docs")
+    elif args.child == "sentences":
+        result = sentences_kept(work / "tokenizer", work / "docs")
     elif args.child == "hf":
         result = hf_group_texts(work / "tokenizer", work / "docs", args.max_seq_len, work / "hf")
     else:
@@ -222,7 +241,7 @@ def print_table(title: str, rows: list[tuple[str, dict[str, float]]], key: str, 
         s = r[key]
         line = f"{name:28s} {s:8.1f} {mb / s:8.2f}"
         line += f" {r['sequences'] / s:8.0f}" if "sequences" in r else f" {'':8s}"
-        line += f" {hf / s:8.2f}" if hf and name.startswith("cloze") else f" {'':8s}"
+        line += f" {hf / s:8.2f}" if hf and not name.startswith("HF") else f" {'':8s}"
         line += f" {ceil / s:8.0%}" if ceil else f" {'':8s}"
         line += f" {r['rss_gb']:8.2f}"
         print(line)
@@ -253,6 +272,7 @@ def main() -> None:
         rows: list[tuple[str, dict[str, float]]] = []
         if not args.skip_peers:
             rows.append(("encode_batch_fast alone", run_child(args, "ceiling", [])))
+            rows.append(("split + encode, sentences", run_child(args, "sentences", [])))
             shutil.rmtree(args.work / "hf", ignore_errors=True)  # an empty cache, every run
             rows.append(("HF datasets + group_texts", run_child(args, "hf", [])))
         for mode in args.only:
