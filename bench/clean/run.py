@@ -90,7 +90,8 @@ def main() -> None:
     size_mb = raw.stat().st_size / (1 << 20)
     print(f"corpus: {docs} documents, {size_mb:.0f} MB; {os.cpu_count()} cores, shared")
     cloze = [sys.executable, "-m", "cloze", "clean", "--input", str(raw), "--id-field", "id"]
-    ours_s, ours_rss = run_child([*cloze, "--output", str(work / "ours"), "--filters", "c4,gopher"])
+    cloze += ["--output", str(work / "ours"), "--filters", args.filters]
+    ours_s, ours_rss = run_child(cloze)
     stats = json.loads((work / "ours" / "stats.json").read_text())
     rows = [("clozeworks", ours_s, ours_rss, stats["documents_out"])]
     agreement = None
