@@ -88,7 +88,7 @@ class TokenizedBatch:
 
     def narrowed(self, dtype: str) -> TokenizedBatch:
         """The same documents with ids as `dtype` (a shard's token dtype, which holds every
-        id of its vocabulary): half the bytes through a shuffle for vocabularies < 65536."""
+        id of its vocabulary): half the bytes for vocabularies < 65536."""
         return replace(self, ids=self.ids.astype(dtype, copy=False))
 
     def select(self, docs: np.ndarray) -> TokenizedBatch:

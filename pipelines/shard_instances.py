@@ -177,6 +177,8 @@ class _BuildBatch(beam.DoFn):
         ids, texts = rows
         # SpanBERT's single segments ignore sentence boundaries: no splitter for them.
         batch = self.encoder.encode(texts, split=self.s.mode != "single")
+        # The shard's dtype from here on: half the bytes through packing and the shuffles.
+        batch = batch.narrowed(self.s.token_dtype)
         sizes = np.diff(batch.token_bounds())
         self.docs_counter.inc(len(ids))
         self.empty.inc(int((sizes == 0).sum()))
@@ -190,8 +192,7 @@ class _BuildBatch(beam.DoFn):
             docs = np.flatnonzero(sizes > 0)
             groups = rk.derive(keys[docs], _PAIR_GROUP) % np.uint64(self.s.pair_groups)
             doc_ids = [ids[i] for i in docs.tolist()]
-            narrow = batch.select(docs).narrowed(self.s.token_dtype)
-            yield from _tagged(self.DOCS, doc_ids, keys[docs], narrow, groups)
+            yield from _tagged(self.DOCS, doc_ids, keys[docs], batch.select(docs), groups)
 
     def _packed(self, ids: list[str], keys: np.ndarray, batch: TokenizedBatch) -> Iterator[Any]:
         bounds = chunk_bounds(batch, self.capacity)
@@ -210,7 +211,7 @@ class _BuildBatch(beam.DoFn):
         tail_doc = doc[t]
         lengths = ends[t] - starts[t]
         tails = TokenizedBatch(  # each tail as its document's one sentence
-            ids=ranges.gather(batch.ids, starts[t], lengths).astype(self.s.token_dtype),
+            ids=ranges.gather(batch.ids, starts[t], lengths),
             sentences=ranges.offsets(lengths),
             documents=np.arange(len(t) + 1),
         )
