@@ -2,14 +2,20 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# The editable install is a tree of links to the sources (setuptools' strict mode: the
+# `clozeworks.*` names map onto the top-level folders, and mypy can follow links where it
+# cannot follow an import hook). A module added, moved or removed needs a new tree, so the
+# stamp's name carries a checksum of the list of modules.
+MODULES := $(shell find cloze corpus pipelines schemas trainer -name '*.py' | sort | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(MODULES)
 
 .PHONY: demo test test-all lint bench clean-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]' --config-settings editable_mode=strict
+	rm -f $(VENV)/.installed*
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -12,8 +12,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from corpus.demo_corpus import iter_docstrings
-from corpus.minhash import Shingler, jaccard
+from clozeworks.corpus.dedup.minhash import Shingler, jaccard
+from clozeworks.corpus.text.demo import iter_docstrings
 
 
 def docstrings() -> list[str]:

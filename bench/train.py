@@ -20,12 +20,12 @@ from collections.abc import Callable
 import torch
 import transformers
 
-from corpus.masking import MaskTables, mask_tokens, sequence_keys
-from schemas.masking import MaskingSettings
-from trainer.config import MODEL_PRESETS, TrainConfig
-from trainer.export import to_transformers
-from trainer.models import build_model
-from trainer.optim import build_optimizer
+from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, sequence_keys
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
+from clozeworks.trainer.export import to_transformers
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.optim import build_optimizer
 
 
 def batches(n: int, batch: int, length: int, vocab: int) -> list[dict[str, torch.Tensor]]:

@@ -49,10 +49,10 @@ def main() -> int:
     import transformers
 
     from bench.train import batches, hf_groups
-    from trainer.config import MODEL_PRESETS, TrainConfig
-    from trainer.export import to_transformers
-    from trainer.models import build_model
-    from trainer.optim import build_optimizer
+    from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
+    from clozeworks.trainer.export import to_transformers
+    from clozeworks.trainer.models import build_model
+    from clozeworks.trainer.optim import build_optimizer
 
     device = torch.device("cuda")
     name = torch.cuda.get_device_name(device)

@@ -1,6 +1,6 @@
-"""`python -m cloze ...` (and so `torchrun -m cloze train ...`)."""
+"""`python -m clozeworks ...` (and so `torchrun -m clozeworks train ...`)."""
 
-from cloze.cli import entry_point
+from clozeworks.cli import entry_point
 
 if __name__ == "__main__":
     entry_point()

@@ -15,12 +15,12 @@ import sys
 from collections.abc import Collection, Sequence
 from types import ModuleType
 
-from schemas.errors import ClozeError
+from clozeworks.schemas.errors import ClozeError
 
 # Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
 # imports), so only the verb being run is imported; `cloze --help` imports them all.
 COMMANDS: dict[str, str] = {
-    verb: f"cloze.commands.{verb}"
+    verb: f"clozeworks.commands.{verb}"
     for verb in ("clean", "dedup", "vocab", "shard", "build", "train", "export", "inspect", "demo")
 }
 

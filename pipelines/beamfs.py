@@ -1,4 +1,4 @@
-"""`corpus.shardio.OutputFS` on Beam's FileSystems: shards go to local disk, gs://, s3://...
+"""`corpus.shards.blocks.OutputFS` on Beam's FileSystems: shards go to local disk, gs://, s3://...
 
 On object stores a rename is a copy and a delete, so a shard appears under its final name
 only once it is complete, which is the guarantee the manifest relies on.
@@ -12,7 +12,7 @@ from typing import IO
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.errors import BadInputError
+from clozeworks.schemas.errors import BadInputError
 
 
 class BeamFS:

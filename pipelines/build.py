@@ -19,15 +19,15 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.vocab import TOKENIZER_FILE, VocabConfig
-from pipelines.clean import CleanConfig, run_clean
-from pipelines.dedup import DedupConfig, run_dedup
-from pipelines.documents_io import expand_inputs
-from pipelines.outputs import join, read_json, write_json
-from pipelines.shard import ShardConfig, run_shard
-from pipelines.vocab import VocabRunConfig, run_vocab
-from schemas.documents import STATS_FILE
-from schemas.manifest import MANIFEST_FILE, Manifest
+from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
+from clozeworks.pipelines.clean import CleanConfig, run_clean
+from clozeworks.pipelines.dedup import DedupConfig, run_dedup
+from clozeworks.pipelines.documents_io import expand_inputs
+from clozeworks.pipelines.outputs import join, read_json, write_json
+from clozeworks.pipelines.shard import ShardConfig, run_shard
+from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
+from clozeworks.schemas.documents import STATS_FILE
+from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest
 
 BUILD_FILE = "build.json"
 BUILD_VERSION = 1

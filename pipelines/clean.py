@@ -10,15 +10,25 @@ from typing import Any
 
 import apache_beam as beam
 
-from corpus.filters import DocumentFilter, apply_filters, build_filters
-from corpus.normalize import check_mojibake_support, normalize_text
-from corpus.readers import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_RECORD_BYTES, RawDocument, Rejected
-from pipelines.counters import counter, read_counters
-from pipelines.documents_io import ReadRawDocuments, WriteDocuments, expand_inputs, to_row
-from pipelines.options import pipeline_options
-from pipelines.outputs import commit, join, new_staging_dir, remove_dir
-from schemas.documents import DOCS_GLOB, STATS_FILE
-from schemas.errors import UsageError
+from clozeworks.corpus.text.filters import DocumentFilter, apply_filters, build_filters
+from clozeworks.corpus.text.normalize import check_mojibake_support, normalize_text
+from clozeworks.corpus.text.readers import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    RawDocument,
+    Rejected,
+)
+from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.documents_io import (
+    ReadRawDocuments,
+    WriteDocuments,
+    expand_inputs,
+    to_row,
+)
+from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.outputs import commit, join, new_staging_dir, remove_dir
+from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.errors import UsageError
 
 DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"

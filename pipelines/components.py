@@ -1,5 +1,5 @@
 """Connected components inside Beam: alternating large-star / small-star rounds
-(corpus.cluster), then a check that every component has become a star.
+(corpus.dedup.components), then a check that every component has become a star.
 
 Each round is two GroupByKeys over the edges, keyed by node: a worker only ever holds one
 node's neighbourhood, never the whole graph. Beam pipelines cannot loop until a condition
@@ -15,8 +15,8 @@ from typing import Any
 
 import apache_beam as beam
 
-from corpus.cluster import Edge, large_star, orient, settled, small_star
-from pipelines.counters import counter
+from clozeworks.corpus.dedup.components import Edge, large_star, orient, settled, small_star
+from clozeworks.pipelines.counters import counter
 
 
 def _both_ways(edge: Edge) -> Iterator[Edge]:

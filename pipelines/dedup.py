@@ -22,16 +22,16 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.dedup import keep_owned_lines, line_keys, owner_rank, too_few_sentences
-from corpus.minhash import optimal_param
-from pipelines.components import ConnectedComponents
-from pipelines.counters import counter, read_counters
-from pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
-from pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
-from pipelines.options import pipeline_options
-from pipelines.outputs import commit, join, new_staging_dir, read_json, remove_dir
-from schemas.documents import DOCS_GLOB, STATS_FILE
-from schemas.errors import ClozeError, UsageError
+from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_rank, too_few_sentences
+from clozeworks.corpus.dedup.minhash import optimal_param
+from clozeworks.pipelines.components import ConnectedComponents
+from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
+from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
+from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.outputs import commit, join, new_staging_dir, read_json, remove_dir
+from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.errors import ClozeError, UsageError
 
 CLUSTERS = pa.schema(
     [pa.field("id", pa.string(), nullable=False), pa.field("cluster", pa.string(), nullable=False)]

@@ -17,7 +17,7 @@ import zstandard
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.readers import (
+from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
     RawDocument,
@@ -34,10 +34,16 @@ from corpus.readers import (
     read_task,
     with_bases,
 )
-from pipelines.counters import counter
-from pipelines.outputs import join
-from schemas.documents import DOCS_GLOB, DOCS_SHARD_TEMPLATE, DOCS_SUFFIX, DOCUMENT, STATS_FILE
-from schemas.errors import BadInputError
+from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.outputs import join
+from clozeworks.schemas.documents import (
+    DOCS_GLOB,
+    DOCS_SHARD_TEMPLATE,
+    DOCS_SUFFIX,
+    DOCUMENT,
+    STATS_FILE,
+)
+from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
 

@@ -13,10 +13,10 @@ from typing import Any
 import apache_beam as beam
 import numpy as np
 
-from corpus.cluster import Edge, bucket_edges
-from corpus.dedup import exact_key
-from corpus.minhash import MinHasher, Shingler, band_keys, jaccard
-from pipelines.counters import counter
+from clozeworks.corpus.dedup.components import Edge, bucket_edges
+from clozeworks.corpus.dedup.exact import exact_key
+from clozeworks.corpus.dedup.minhash import MinHasher, Shingler, band_keys, jaccard
+from clozeworks.pipelines.counters import counter
 
 SHINGLES = "shingles"
 # Verified buckets of at most this many members get all their pairs checked, so one odd
@@ -49,7 +49,7 @@ def _exact_group_edges(item: tuple[str, Iterable[str]]) -> list[Edge]:
 
 class ExactEdges(beam.PTransform):
     """Document rows -> a star of edges around the smallest id of each group of equal texts
-    (equal after case folding and whitespace collapsing, see corpus.dedup.exact_key)."""
+    (equal after case folding and whitespace collapsing, see corpus.dedup.exact.exact_key)."""
 
     def expand(self, rows: Any) -> Any:
         return (

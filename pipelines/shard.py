@@ -1,6 +1,6 @@
 """`cloze shard`: a document store + a tokenizer -> WebDataset shards and `manifest.json`.
 
-Read -> BuildInstances (pipelines/shard_instances.py) -> DealToShards (a global shuffle
+Read -> BuildInstances (pipelines/sequences.py) -> DealToShards (a global shuffle
 that leaves shard sizes within one sequence of each other) -> WriteShards (blocks, and for
 `--premask` the static masks, written under temporary names and renamed) -> the driver
 copies the tokenizer and writes the manifest last. Output goes through Beam's
@@ -21,30 +21,35 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from corpus import dealing
-from corpus.instances import SequenceBatch, Specials
-from corpus.pairs import SHORT_SEQ_PROB
-from corpus.sentences import DEFAULT_LANGUAGE
-from corpus.shardio import make_block, prepare_output_dir, write_blocks, write_manifest
-from corpus.vocab import TokenizerInfo, load_tokenizer
-from pipelines.beamfs import BEAM_FS
-from pipelines.counters import counter, read_counters
-from pipelines.documents_io import read_store_stats, require_documents
-from pipelines.options import pipeline_options
-from pipelines.outputs import remove_dir
-from pipelines.shard_instances import (
+from clozeworks.corpus.shards import dealing
+from clozeworks.corpus.shards.blocks import (
+    make_block,
+    prepare_output_dir,
+    write_blocks,
+    write_manifest,
+)
+from clozeworks.corpus.shards.instances import SequenceBatch, Specials
+from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
+from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
+from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
+from clozeworks.pipelines.beamfs import BEAM_FS
+from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.documents_io import read_store_stats, require_documents
+from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.outputs import remove_dir
+from clozeworks.pipelines.sequences import (
     PACKED_MODES,
     PAIR_MODES,
     BuildInstances,
     InstanceSettings,
 )
-from schemas.errors import BadInputError, UsageError
-from schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
-from schemas.manifest import token_dtype_for as _dtype
-from schemas.masking import MASK_KINDS, MaskingSettings
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
+from clozeworks.schemas.manifest import token_dtype_for as _dtype
+from clozeworks.schemas.masking import MASK_KINDS, MaskingSettings
 
 if TYPE_CHECKING:
-    from corpus.premask import StaticMasker
+    from clozeworks.corpus.shards.premask import StaticMasker
 
 __all__ = ["PACKED_MODES", "PAIR_MODES", "DealToShards", "ShardConfig", "run_shard"]
 
@@ -64,7 +69,7 @@ class ShardConfig:
     language: str = DEFAULT_LANGUAGE
     premask: str | None = None
     dupe_factor: int = 1
-    max_predictions: int | None = None  # None: corpus.premask.default_max_predictions
+    max_predictions: int | None = None  # None: corpus.shards.premask.default_max_predictions
     mask_prob: float = 0.15
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -98,8 +103,8 @@ class ShardConfig:
     def masking(self) -> MaskingSettings | None:
         if self.premask is None:
             return None
-        # corpus.premask imports torch (a second of imports): only when masking statically.
-        from corpus.premask import default_max_predictions
+        # corpus.shards.premask imports torch (a second of imports): only when masking statically.
+        from clozeworks.corpus.shards.premask import default_max_predictions
 
         max_predictions = self.max_predictions or default_max_predictions(self.max_seq_len)
         try:
@@ -200,8 +205,8 @@ class MaskSpec:
     pad_id: int
 
     def masker(self) -> StaticMasker:
-        from corpus.masking import MaskTables
-        from corpus.premask import StaticMasker
+        from clozeworks.corpus.shards.masking import MaskTables
+        from clozeworks.corpus.shards.premask import StaticMasker
 
         tables = MaskTables.build(
             self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id

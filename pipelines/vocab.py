@@ -1,6 +1,6 @@
 """`cloze vocab`: a document store -> a Hugging Face tokenizer directory.
 
-Beam draws the deterministic training and held-out samples (`corpus.vocab_sample`) and
+Beam draws the deterministic training and held-out samples (`corpus.vocab.sample`) and
 writes their texts as Parquet next to the output (`OUTPUT/.staging-<run>/`), on whatever
 filesystem the output is on, so any runner works; for WordPiece it also counts characters.
 This process then streams the sample back into the Rust trainer a few hundred documents at
@@ -25,28 +25,28 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from corpus.vocab import VocabConfig, train_tokenizer
-from corpus.vocab_alphabet import CharCounter
-from corpus.vocab_files import (
+from clozeworks.corpus.vocab.alphabet import CharCounter
+from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
     TOKENIZER_FILE,
     VOCAB_STATS_FILE,
     replace_dir,
     write_tokenizer_dir,
 )
-from corpus.vocab_sample import (
+from clozeworks.corpus.vocab.sample import (
     DEFAULT_HELDOUT_DOCS,
     DEFAULT_SAMPLE_BYTES,
     SampleRates,
     plan_rates,
 )
-from corpus.vocab_stats import heldout_stats
-from pipelines.counters import counter, read_counters
-from pipelines.documents_io import require_documents
-from pipelines.options import is_local, pipeline_options
-from pipelines.outputs import join, new_staging_dir, remove_dir
-from schemas.errors import BadInputError, UsageError
-from schemas.special_tokens import special_tokens_for
+from clozeworks.corpus.vocab.stats import heldout_stats
+from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.documents_io import require_documents
+from clozeworks.pipelines.options import is_local, pipeline_options
+from clozeworks.pipelines.outputs import join, new_staging_dir, remove_dir
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.special_tokens import special_tokens_for
 
 HELDOUT = "heldout"
 SAMPLE_PREFIX = "sample"

@@ -3,9 +3,9 @@
 The contract between clozeworks' parts. Imports nothing from the rest of the project.
 """
 
-from schemas.documents import DOCUMENT, DOCUMENT_FIELDS, STATS_FILE
-from schemas.errors import BadInputError, ClozeError, SchemaError, UsageError
-from schemas.manifest import (
+from clozeworks.schemas.documents import DOCUMENT, DOCUMENT_FIELDS, STATS_FILE
+from clozeworks.schemas.errors import BadInputError, ClozeError, SchemaError, UsageError
+from clozeworks.schemas.manifest import (
     FORMAT_VERSION,
     MANIFEST_FILE,
     PAIR_MODES,
@@ -14,8 +14,8 @@ from schemas.manifest import (
     ShardInfo,
     read_manifest,
 )
-from schemas.masking import MASK_KINDS, MaskingSettings
-from schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
+from clozeworks.schemas.masking import MASK_KINDS, MaskingSettings
+from clozeworks.schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
 
 __all__ = [
     "DOCUMENT",

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from schemas.errors import BadInputError, SchemaError
-from schemas.masking import MaskingSettings
-from schemas.validate import Fields
+from clozeworks.schemas.errors import BadInputError, SchemaError
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.validate import Fields
 
 FORMAT_NAME = "clozeworks.shards"
 FORMAT_VERSION = 1

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from schemas.errors import SchemaError
-from schemas.validate import Fields
+from clozeworks.schemas.errors import SchemaError
+from clozeworks.schemas.validate import Fields
 
 MaskKind = Literal["token", "wwm", "span", "ngram"]
 MASK_KINDS: tuple[MaskKind, ...] = ("token", "wwm", "span", "ngram")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from schemas.errors import SchemaError
+from clozeworks.schemas.errors import SchemaError
 
 T = TypeVar("T")
 

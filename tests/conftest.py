@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from corpus.demo_corpus import write_demo_corpus
-from corpus.vocab import VocabConfig
-from pipelines.build import BuildConfig, BuildPaths, run_build
-from schemas.manifest import Manifest
+from clozeworks.corpus.text.demo import write_demo_corpus
+from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.pipelines.build import BuildConfig, BuildPaths, run_build
+from clozeworks.schemas.manifest import Manifest
 
 SMALL_DOCS = 800
 

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from schemas.errors import BadInputError, UsageError
-from schemas.masking import MaskingSettings
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.masking import MaskingSettings
 
 FAMILIES = ("bert", "roberta", "albert", "electra")
 SHARING = ("none", "all", "attention", "ffn")

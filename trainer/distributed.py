@@ -1,4 +1,4 @@
-"""One process or many: `torchrun --nproc-per-node N -m cloze train ...` runs DDP.
+"""One process or many: `torchrun --nproc-per-node N -m clozeworks train ...` runs DDP.
 
 `setup()` reads torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK), joins the process
 group (NCCL on GPU, gloo on CPU) and picks the device. Rank 0 alone writes files; the
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from schemas.errors import UsageError
+from clozeworks.schemas.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from schemas.errors import BadInputError, UsageError
-from trainer.checkpoint import committed_steps, load_checkpoint, step_dir
-from trainer.config import ModelConfig, TrainConfig, load_config_file
-from trainer.models import build_model
-from trainer.models.bert import Encoder, Layer
-from trainer.models.electra import generator_config
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.trainer.checkpoint import committed_steps, load_checkpoint, step_dir
+from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.models.bert import Encoder, Layer
+from clozeworks.trainer.models.electra import generator_config
 
 CONFIG_FILE = "config.json"
 Tensors = dict[str, torch.Tensor]

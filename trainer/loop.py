@@ -24,9 +24,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from schemas.errors import ClozeError, UsageError
-from schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
-from trainer.checkpoint import (
+from clozeworks.schemas.errors import ClozeError, UsageError
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
+from clozeworks.trainer.checkpoint import (
     committed_steps,
     load_checkpoint,
     rng_state,
@@ -34,13 +34,20 @@ from trainer.checkpoint import (
     set_rng_state,
     step_dir,
 )
-from trainer.config import TrainConfig
-from trainer.data import ShardDataset
-from trainer.distributed import Dist, setup, teardown
-from trainer.metrics import METRICS_FILE, MetricsLog, Window, read_metrics, step_sums, summarize
-from trainer.models import build_model
-from trainer.objectives import check_objectives, objective_counts
-from trainer.optim import build_optimizer, build_scheduler
+from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.distributed import Dist, setup, teardown
+from clozeworks.trainer.metrics import (
+    METRICS_FILE,
+    MetricsLog,
+    Window,
+    read_metrics,
+    step_sums,
+    summarize,
+)
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.objectives import check_objectives, objective_counts
+from clozeworks.trainer.optim import build_optimizer, build_scheduler
 
 CONFIG_FILE = "config.json"
 MAX_NONFINITE_IN_A_ROW = 5

@@ -24,10 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from schemas.errors import UsageError
-from schemas.manifest import Manifest
-from trainer.config import SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
-from trainer.models.bert import IGNORE_INDEX, Encoder, init_weights, padded_vocab
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.trainer.config import SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
+from clozeworks.trainer.models.bert import IGNORE_INDEX, Encoder, init_weights, padded_vocab
 
 SENTENCE_CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
 # Batch keys the loader names sentence labels with (Hugging Face's names).

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainer.config import OptimConfig
-from trainer.models.bert import decay_groups
+from clozeworks.trainer.config import OptimConfig
+from clozeworks.trainer.models.bert import decay_groups
 
 
 class Lamb(torch.optim.Optimizer):

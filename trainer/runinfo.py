@@ -15,9 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from schemas.errors import BadInputError
-from trainer.checkpoint import committed_steps, step_dir
-from trainer.loop import CONFIG_FILE, METRICS_FILE
+from clozeworks.schemas.errors import BadInputError
+from clozeworks.trainer.checkpoint import committed_steps, step_dir
+from clozeworks.trainer.loop import CONFIG_FILE, METRICS_FILE
 
 # Fields of a metrics record that are not curves.
 NOT_CURVES = ("step", "split", "phase", "time", "epoch_time")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/inspect/run.py [--gb 1] [--mode full-sentences|nsp] [--premask]
 
-Writes a synthetic shard set with corpus.shardio (Zipf-distributed ids of a WordPiece
+Writes a synthetic shard set with corpus.shards.blocks (Zipf-distributed ids of a WordPiece
 vocabulary trained on the stdlib's docstrings, lengths skewed towards the maximum as in
 packed modes), warms the page cache, then times, interleaved, best of --repeat:
 
@@ -32,18 +32,18 @@ from pathlib import Path
 import numpy as np
 import webdataset as wds
 
-from corpus.demo_corpus import iter_docstrings
-from corpus.inspection import shard_summary
-from corpus.shardio import Block, ShardWriter, write_manifest
-from corpus.vocab import (
+from clozeworks.corpus.inspect.shards import shard_summary
+from clozeworks.corpus.shards.blocks import Block, ShardWriter, write_manifest
+from clozeworks.corpus.text.demo import iter_docstrings
+from clozeworks.corpus.vocab.train import (
     VocabConfig,
     copy_tokenizer_dir,
     load_tokenizer,
     save_tokenizer,
     train_tokenizer,
 )
-from schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest, token_dtype_for
-from schemas.masking import MaskingSettings
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest, token_dtype_for
+from clozeworks.schemas.masking import MaskingSettings
 
 BLOCK = 512
 
@@ -150,7 +150,7 @@ def peak_rss_mb(directory: Path) -> tuple[float, int]:
     # (large) parent into the child, while VmHWM starts afresh at exec.
     code = (
         "import json, re, sys; from pathlib import Path; "
-        "from corpus.inspection import shard_summary; "
+        "from corpus.inspect.shards import shard_summary; "
         "s = shard_summary(Path(sys.argv[1]), verify=True); "
         "kb = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
         "print(json.dumps([int(kb), s['bytes']]))"

@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from corpus.demo_corpus import iter_docstrings
-from corpus.shardio import make_block, write_blocks, write_manifest
-from corpus.vocab import VocabConfig, save_tokenizer, train_tokenizer
-from schemas.manifest import TOKENIZER_DIR, Manifest
-from trainer.data import MaskingConfig, ShardDataset
+from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
+from clozeworks.corpus.text.demo import iter_docstrings
+from clozeworks.corpus.vocab.train import VocabConfig, save_tokenizer, train_tokenizer
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
 
 BATCH = 64
 

@@ -10,11 +10,11 @@ same text, each contender in a fresh Python process of its own:
 
 - ceiling: `Tokenizer.encode_batch_fast` alone, 1,000 documents per call, ids read back;
 - sentences: the floor of a sentence-aware builder: split into sentences and encode
-           keeping the boundaries (`corpus.tokenize.DocumentEncoder`), nothing else;
+           keeping the boundaries (`corpus.shards.tokenize.DocumentEncoder`), nothing else;
 - hf:      `datasets` load_dataset + map(tokenize, batched) + map(group_texts, batched), as
            transformers' examples/pytorch/language-modeling/run_mlm.py does it (one process,
            its default), block size = --max-seq-len, on an empty cache;
-- cloze:   `cloze shard --mode M` (`cloze.cli.main`) on Beam's DirectRunner (one worker
+- cloze:   `cloze shard --mode M` (`clozeworks.cli.main`) on Beam's DirectRunner (one worker
            unless --workers).
 
 Two figures per contender, two tables: "work" is timed inside the process after its
@@ -54,9 +54,9 @@ DOCS_PER_PART = 20_000
 
 def make_corpus(work: Path, megabytes: float) -> tuple[Path, int, int]:
     """Docstrings, each copy with its sentences rotated by the copy number."""
-    from corpus.demo_corpus import iter_docstrings
-    from corpus.sentences import split_sentences
-    from schemas.documents import DOCUMENT
+    from clozeworks.corpus.text.demo import iter_docstrings
+    from clozeworks.corpus.text.sentences import split_sentences
+    from clozeworks.schemas.documents import DOCUMENT
 
     base = [d["text"] for d in iter_docstrings()]
     split = [split_sentences(t) for t in base]
@@ -88,7 +88,7 @@ def make_corpus(work: Path, megabytes: float) -> tuple[Path, int, int]:
 
 
 def make_tokenizer(work: Path, docs_dir: Path) -> Path:
-    from corpus.vocab import VocabConfig, save_tokenizer, train_tokenizer
+    from clozeworks.corpus.vocab.train import VocabConfig, save_tokenizer, train_tokenizer
 
     texts, size = [], 0
     for f in sorted(docs_dir.glob("part-*.parquet")):
@@ -114,7 +114,7 @@ def all_texts(docs_dir: Path) -> list[str]:
 
 
 def ceiling(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
-    from corpus.vocab import load_tokenizer
+    from clozeworks.corpus.vocab.train import load_tokenizer
 
     texts = all_texts(docs_dir)
     tok = load_tokenizer(tokenizer).tokenizer
@@ -129,8 +129,8 @@ def ceiling(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
 def sentences_kept(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
     """What any sentence-aware builder must do before packing: split every document into
     sentences and tokenize it keeping the boundaries (`DocumentEncoder`, as `cloze shard`)."""
-    from corpus.tokenize import DocumentEncoder
-    from corpus.vocab import load_tokenizer
+    from clozeworks.corpus.shards.tokenize import DocumentEncoder
+    from clozeworks.corpus.vocab.train import load_tokenizer
 
     texts = all_texts(docs_dir)
     encoder = DocumentEncoder(load_tokenizer(tokenizer).tokenizer)
@@ -173,7 +173,7 @@ def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> 
 
 
 def cloze_shard(argv: list[str]) -> dict[str, float]:
-    from cloze.cli import command, main
+    from clozeworks.cli import command, main
 
     command("shard")  # the verb's imports, outside the timed work
     start = time.perf_counter()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from corpus.demo_corpus import iter_docstrings
-from corpus.sentences import split_sentences
+from clozeworks.corpus.text.demo import iter_docstrings
+from clozeworks.corpus.text.sentences import split_sentences
 
 CASES = [
     ("Dr. Smith paid $3.50 for it. J. R. R. Tolkien wrote it, e.g. in 1937. Yes! It is.",

@@ -35,8 +35,8 @@ STEPS = ("sample", "train", "measure", "write")
 
 def build_corpus(work: Path) -> str:
     """The docstring corpus as a document store under `work` (built once, then reused)."""
-    from corpus.demo_corpus import iter_docstrings
-    from pipelines.clean import CleanConfig, run_clean
+    from clozeworks.corpus.text.demo import iter_docstrings
+    from clozeworks.pipelines.clean import CleanConfig, run_clean
 
     docs = work / "docs"
     if (docs / "stats.json").is_file():
@@ -78,8 +78,8 @@ def replicate(docs: str, copies: int) -> str:
 
 
 def child_ours(docs: str, out: str, kind: str, vocab_size: int | None, sample: int) -> dict:
-    from corpus.vocab import VocabConfig
-    from pipelines.vocab import VocabRunConfig, run_vocab
+    from clozeworks.corpus.vocab.train import VocabConfig
+    from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 
     config = VocabRunConfig(
         docs, out, VocabConfig(kind=kind, vocab_size=vocab_size), sample_bytes=sample or None
@@ -99,10 +99,10 @@ def child_peer(docs: str, out: str, kind: str, vocab_size: int | None, sample: i
     import pyarrow.parquet as pq
     from tokenizers import pre_tokenizers, trainers
 
-    from corpus.vocab import VocabConfig, untrained_tokenizer
-    from corpus.vocab_sample import plan_rates
-    from pipelines.vocab import store_totals
-    from schemas.special_tokens import special_tokens_for
+    from clozeworks.corpus.vocab.sample import plan_rates
+    from clozeworks.corpus.vocab.train import VocabConfig, untrained_tokenizer
+    from clozeworks.pipelines.vocab import store_totals
+    from clozeworks.schemas.special_tokens import special_tokens_for
 
     config = VocabConfig(kind=kind, vocab_size=vocab_size)
     rates = plan_rates(*store_totals(docs), seed=0, sample_bytes=sample or None)

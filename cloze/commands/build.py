@@ -25,14 +25,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from cloze.commands.shard import add_shard_arguments
-from corpus.normalize import NORMAL_FORMS
-from corpus.readers import DOC_SEPS, FORMATS
-from corpus.vocab import VocabConfig
-from pipelines.build import BuildConfig, run_build
-from pipelines.shard import ShardConfig
-from schemas.errors import UsageError
-from schemas.special_tokens import VOCAB_KINDS
+from clozeworks.commands.shard import add_shard_arguments
+from clozeworks.corpus.text.normalize import NORMAL_FORMS
+from clozeworks.corpus.text.readers import DOC_SEPS, FORMATS
+from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.pipelines.build import BuildConfig, run_build
+from clozeworks.pipelines.shard import ShardConfig
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.special_tokens import VOCAB_KINDS
 
 HELP = "raw files -> docs, tokenizer and shards in one go"
 BEAM = True

@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from corpus.filters import FILTERS, expand_names, filter_params
-from corpus.normalize import NORMAL_FORMS
-from corpus.readers import DEFAULT_MAX_RECORD_BYTES, DOC_SEPS, FORMATS
-from pipelines.clean import CleanConfig, run_clean
-from schemas.errors import UsageError
+from clozeworks.corpus.text.filters import FILTERS, expand_names, filter_params
+from clozeworks.corpus.text.normalize import NORMAL_FORMS
+from clozeworks.corpus.text.readers import DEFAULT_MAX_RECORD_BYTES, DOC_SEPS, FORMATS
+from clozeworks.pipelines.clean import CleanConfig, run_clean
+from clozeworks.schemas.errors import UsageError
 
 HELP = "raw files -> clean documents (normalize, filter)"
 BEAM = True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipelines.dedup import DedupConfig, run_dedup
+from clozeworks.pipelines.dedup import DedupConfig, run_dedup
 
 HELP = "docs -> docs without duplicates"
 BEAM = True

@@ -8,14 +8,14 @@ import argparse
 import time
 from pathlib import Path
 
-from cloze.commands.inspect import render
-from corpus.demo_corpus import write_demo_corpus
-from corpus.inspection import shard_summary
-from corpus.vocab import VocabConfig
-from pipelines.build import BuildConfig, run_build
-from trainer.config import override, preset
-from trainer.loop import train
-from trainer.runinfo import run_summary
+from clozeworks.commands.inspect import render
+from clozeworks.corpus.inspect.shards import shard_summary
+from clozeworks.corpus.text.demo import write_demo_corpus
+from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.pipelines.build import BuildConfig, run_build
+from clozeworks.trainer.config import override, preset
+from clozeworks.trainer.loop import train
+from clozeworks.trainer.runinfo import run_summary
 
 HELP = "run the whole chain on the built-in stdlib-docstring corpus"
 BEAM = True

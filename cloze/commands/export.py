@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainer.export import export_run
+from clozeworks.trainer.export import export_run
 
 HELP = "run -> transformers model directory (+ tokenizer)"
 BEAM = False

@@ -19,13 +19,18 @@ from typing import Any
 
 from tqdm import tqdm
 
-from corpus.inspection import DEFAULT_BATCH_SIZE, DEFAULT_TOP_K, decode_examples, shard_summary
-from corpus.report_html import require_matplotlib, write_html
-from corpus.report_text import render
-from corpus.stage_inspection import detect_kind, docs_summary, tokenizer_summary
-from schemas.errors import UsageError
-from schemas.manifest import read_manifest
-from trainer.runinfo import run_summary
+from clozeworks.corpus.inspect.html import require_matplotlib, write_html
+from clozeworks.corpus.inspect.shards import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_TOP_K,
+    decode_examples,
+    shard_summary,
+)
+from clozeworks.corpus.inspect.stages import detect_kind, docs_summary, tokenizer_summary
+from clozeworks.corpus.inspect.text import render
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.trainer.runinfo import run_summary
 
 HELP = "summarize / verify any stage's output"
 BEAM = False

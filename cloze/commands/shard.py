@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from corpus.pairs import SHORT_SEQ_PROB
-from corpus.sentences import DEFAULT_LANGUAGE
-from pipelines.shard import ShardConfig, run_shard
-from schemas.manifest import SHARD_MODES
-from schemas.masking import MASK_KINDS
+from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
+from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
+from clozeworks.pipelines.shard import ShardConfig, run_shard
+from clozeworks.schemas.manifest import SHARD_MODES
+from clozeworks.schemas.masking import MASK_KINDS
 
 HELP = "docs + tokenizer -> shards"
 BEAM = True

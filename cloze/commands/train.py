@@ -3,7 +3,7 @@
 Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert-base/large,
 electra-small/base, each with its paper's optimizer. A config file (TOML or JSON, e.g. the
 run's own config.json) overrides the preset; flags override both. Multi-process:
-`torchrun --nproc-per-node N -m cloze train ...` (DDP; NCCL on GPU, gloo on CPU).
+`torchrun --nproc-per-node N -m clozeworks train ...` (DDP; NCCL on GPU, gloo on CPU).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from schemas.errors import UsageError
-from trainer.config import (
+from clozeworks.schemas.errors import UsageError
+from clozeworks.trainer.config import (
     MODEL_PRESETS,
     OPTIM_PRESETS,
     Phase2Config,
@@ -21,7 +21,7 @@ from trainer.config import (
     merge,
     preset,
 )
-from trainer.loop import train
+from clozeworks.trainer.loop import train
 
 HELP = "shards -> trained model run directory"
 BEAM = False

@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from corpus.vocab import DEFAULT_VOCAB_SIZE, VocabConfig
-from corpus.vocab_sample import DEFAULT_HELDOUT_DOCS, DEFAULT_SAMPLE_BYTES, parse_size
-from pipelines.vocab import VocabRunConfig, run_vocab
-from schemas.errors import UsageError
-from schemas.special_tokens import VOCAB_KINDS
+from clozeworks.corpus.vocab.sample import DEFAULT_HELDOUT_DOCS, DEFAULT_SAMPLE_BYTES, parse_size
+from clozeworks.corpus.vocab.train import DEFAULT_VOCAB_SIZE, VocabConfig
+from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.special_tokens import VOCAB_KINDS
 
 HELP = "docs -> tokenizer directory"
 BEAM = True

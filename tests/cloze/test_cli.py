@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import webdataset as wds
 
-from cloze.cli import COMMANDS, main
+from clozeworks.cli import COMMANDS, main
 
 
 def test_help_lists_every_verb(capsys) -> None:

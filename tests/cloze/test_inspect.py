@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cloze.cli import main
-from corpus.vocab import load_tokenizer
-from tests.corpus.shard_sets import token_stream, write_shard_set
+from clozeworks.cli import main
+from clozeworks.corpus.vocab.train import load_tokenizer
+from tests.corpus.shards.shard_sets import token_stream, write_shard_set
 from tests.trainer.test_runinfo import make_run
 
 SHARD_KEYS = {

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from cloze.cli import main
+from clozeworks.cli import main
 
 
 def one_error_line(capsys) -> str:

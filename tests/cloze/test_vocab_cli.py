@@ -6,8 +6,8 @@ import shutil
 
 from transformers import AutoTokenizer
 
-from cloze.cli import main
-from corpus.vocab import load_tokenizer
+from clozeworks.cli import main
+from clozeworks.corpus.vocab.train import load_tokenizer
 from tests.conftest import write_jsonl
 
 

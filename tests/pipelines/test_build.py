@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from cloze.cli import main
-from corpus.demo_corpus import iter_docstrings
-from corpus.vocab import VocabConfig
-from pipelines.build import BuildConfig, run_build
+from clozeworks.cli import main
+from clozeworks.corpus.text.demo import iter_docstrings
+from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.pipelines.build import BuildConfig, run_build
 from tests.conftest import write_jsonl
 
 

@@ -12,11 +12,11 @@ import zstandard
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from cloze.cli import main
-from corpus.filters import LengthFilter
-from corpus.readers import RawDocument
-from pipelines.clean import CleanConfig, CleanDocuments, run_clean
-from schemas.errors import BadInputError, UsageError
+from clozeworks.cli import main
+from clozeworks.corpus.text.filters import LengthFilter
+from clozeworks.corpus.text.readers import RawDocument
+from clozeworks.pipelines.clean import CleanConfig, CleanDocuments, run_clean
+from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 
 

@@ -9,10 +9,16 @@ import pyarrow.parquet as pq
 from apache_beam.internal import pickler
 from apache_beam.pipeline import PipelineVisitor
 
-from corpus.filters import build_filters
-from pipelines.clean import CleanConfig, build_clean
-from pipelines.dedup import EDGES, DedupConfig, build_apply, build_dedup, build_more_rounds
-from schemas.documents import DOCUMENT
+from clozeworks.corpus.text.filters import build_filters
+from clozeworks.pipelines.clean import CleanConfig, build_clean
+from clozeworks.pipelines.dedup import (
+    EDGES,
+    DedupConfig,
+    build_apply,
+    build_dedup,
+    build_more_rounds,
+)
+from clozeworks.schemas.documents import DOCUMENT
 from tests.conftest import write_jsonl
 
 # Primitives Dataflow (runner v2) runs; everything else must be a composite of these.

@@ -7,13 +7,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from corpus.cluster import components
-from corpus.minhash import Shingler, jaccard
-from pipelines.clean import CleanConfig, run_clean
-from pipelines.components import ConnectedComponents
-from pipelines.dedup import ApplyClusters, DedupConfig, run_dedup
-from pipelines.near_dedup import ExactEdges
-from schemas.errors import BadInputError, UsageError
+from clozeworks.corpus.dedup.components import components
+from clozeworks.corpus.dedup.minhash import Shingler, jaccard
+from clozeworks.pipelines.clean import CleanConfig, run_clean
+from clozeworks.pipelines.components import ConnectedComponents
+from clozeworks.pipelines.dedup import ApplyClusters, DedupConfig, run_dedup
+from clozeworks.pipelines.near_dedup import ExactEdges
+from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 
 VOCAB = [f"w{i}" for i in range(3000)]

@@ -10,15 +10,15 @@ import webdataset as wds
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from corpus import dealing
-from corpus.instances import SequenceBatch, Specials
-from corpus.keys import string_keys
-from corpus.shardio import iter_blocks
-from corpus.tokenize import TokenizedBatch, tokenize_documents
-from corpus.vocab import load_tokenizer
-from pipelines.shard import DealToShards, ShardConfig, run_shard
-from pipelines.shard_instances import GroupPart, InstanceSettings, PairsFromGroups
-from schemas.manifest import read_manifest
+from clozeworks.corpus.shards import dealing
+from clozeworks.corpus.shards.blocks import iter_blocks
+from clozeworks.corpus.shards.instances import SequenceBatch, Specials
+from clozeworks.corpus.shards.keys import string_keys
+from clozeworks.corpus.shards.tokenize import TokenizedBatch, tokenize_documents
+from clozeworks.corpus.vocab.train import load_tokenizer
+from clozeworks.pipelines.sequences import GroupPart, InstanceSettings, PairsFromGroups
+from clozeworks.pipelines.shard import DealToShards, ShardConfig, run_shard
+from clozeworks.schemas.manifest import read_manifest
 
 BASE = 100000
 

@@ -16,10 +16,16 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from transformers import AutoTokenizer
 
-from corpus.vocab import VocabConfig, load_tokenizer
-from corpus.vocab_sample import SampleRates
-from pipelines.vocab import HELDOUT, CountChars, SampleForVocab, VocabRunConfig, run_vocab
-from schemas.errors import BadInputError, UsageError
+from clozeworks.corpus.vocab.sample import SampleRates
+from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
+from clozeworks.pipelines.vocab import (
+    HELDOUT,
+    CountChars,
+    SampleForVocab,
+    VocabRunConfig,
+    run_vocab,
+)
+from clozeworks.schemas.errors import BadInputError, UsageError
 
 
 def _texts(table: pa.Table) -> list[str]:

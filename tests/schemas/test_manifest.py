@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from schemas.errors import BadInputError, SchemaError
-from schemas.manifest import FORMAT_VERSION, Manifest, ShardInfo, read_manifest
-from schemas.masking import MaskingSettings
+from clozeworks.schemas.errors import BadInputError, SchemaError
+from clozeworks.schemas.manifest import FORMAT_VERSION, Manifest, ShardInfo, read_manifest
+from clozeworks.schemas.masking import MaskingSettings
 
 SHA = "ab" * 32
 

@@ -1,7 +1,7 @@
 import pytest
 
-from schemas.masking import MaskingSettings
-from schemas.special_tokens import VOCAB_KINDS, special_tokens_for
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.special_tokens import VOCAB_KINDS, special_tokens_for
 
 
 def test_every_kind_has_five_distinct_roles_in_its_order() -> None:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from corpus.shardio import iter_blocks, make_block, write_blocks, write_manifest
-from schemas.manifest import TOKENIZER_DIR, read_manifest
+from clozeworks.corpus.shards.blocks import iter_blocks, make_block, write_blocks, write_manifest
+from clozeworks.schemas.manifest import TOKENIZER_DIR, read_manifest
 
 CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
 

@@ -1,7 +1,7 @@
 import pytest
 
-from schemas.errors import BadInputError, UsageError
-from trainer.config import MODEL_PRESETS, load_config_file, preset
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.trainer.config import MODEL_PRESETS, load_config_file, preset
 
 
 def test_a_toml_file_overrides_any_field(tmp_path) -> None:

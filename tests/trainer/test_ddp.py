@@ -1,4 +1,4 @@
-"""`torchrun --nproc-per-node 2 -m cloze train` on the CPU (gloo): both ranks take every step,
+"""`torchrun --nproc-per-node 2 -m clozeworks train` on the CPU (gloo): both ranks take every step,
 rank 0 alone writes, and the result is the single-process result for the same global batch
 (the two ranks' batches as two micro-batches of one step)."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from schemas.manifest import read_manifest
-from trainer.config import load_config_file, preset
-from trainer.distributed import Dist
-from trainer.loop import _dataset, _Run
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.trainer.config import load_config_file, preset
+from clozeworks.trainer.distributed import Dist
+from clozeworks.trainer.loop import _dataset, _Run
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6

@@ -6,10 +6,10 @@ import pytest
 import torch
 import transformers
 
-from cloze.cli import main
-from trainer.config import ModelConfig, TrainConfig
-from trainer.export import load_run, to_transformers
-from trainer.models import build_model
+from clozeworks.cli import main
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.export import load_run, to_transformers
+from clozeworks.trainer.models import build_model
 
 V = 1000
 TINY = dict(vocab_size=V, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64)

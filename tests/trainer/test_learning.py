@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpus.demo_corpus import iter_docstrings
-from corpus.shardio import make_block, write_blocks, write_manifest
-from corpus.vocab import load_tokenizer
-from schemas.manifest import TOKENIZER_DIR, read_manifest
-from trainer.config import override, preset
-from trainer.data import ShardDataset
-from trainer.loop import train
+from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
+from clozeworks.corpus.text.demo import iter_docstrings
+from clozeworks.corpus.vocab.train import load_tokenizer
+from clozeworks.schemas.manifest import TOKENIZER_DIR, read_manifest
+from clozeworks.trainer.config import override, preset
+from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.loop import train
 
 DOCS = 3000
 LENGTH = 128

@@ -10,11 +10,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from schemas.errors import ClozeError
-from schemas.masking import MaskingSettings
-from trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
-from trainer.distributed import Dist
-from trainer.loop import _Run, train
+from clozeworks.schemas.errors import ClozeError
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
+from clozeworks.trainer.distributed import Dist
+from clozeworks.trainer.loop import _Run, train
 
 TIMING = ("tokens_per_s", "sequences_per_s")
 

@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from trainer.config import ModelConfig, TrainConfig
-from trainer.models import build_model, num_parameters
-from trainer.models.albert import shared_layers
-from trainer.models.bert import decay_groups, padded_vocab
-from trainer.models.electra import generator_config, gumbel_sample
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.models import build_model, num_parameters
+from clozeworks.trainer.models.albert import shared_layers
+from clozeworks.trainer.models.bert import decay_groups, padded_vocab
+from clozeworks.trainer.models.electra import generator_config, gumbel_sample
 
 
 def tiny(**kw) -> ModelConfig:

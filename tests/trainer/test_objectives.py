@@ -1,12 +1,12 @@
 import pytest
 import torch
 
-from schemas.errors import UsageError
-from schemas.manifest import read_manifest
-from schemas.masking import MaskingSettings
-from trainer.config import ModelConfig, TrainConfig
-from trainer.models import build_model
-from trainer.objectives import check_objectives, span_boundaries
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.objectives import check_objectives, span_boundaries
 
 
 def test_span_boundaries_are_the_tokens_just_outside_each_span() -> None:

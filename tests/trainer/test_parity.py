@@ -8,13 +8,13 @@ from dataclasses import replace
 import torch
 import transformers
 
-from schemas.manifest import read_manifest
-from trainer.config import ModelConfig, OptimConfig, TrainConfig
-from trainer.data import ShardDataset
-from trainer.export import to_transformers
-from trainer.loop import train
-from trainer.models import build_model
-from trainer.optim import warmup_linear
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
+from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.export import to_transformers
+from clozeworks.trainer.loop import train
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.optim import warmup_linear
 
 STEPS = 25
 

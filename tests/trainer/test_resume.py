@@ -12,8 +12,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from cloze.cli import main
-from trainer.checkpoint import committed_steps, step_dir
+from clozeworks.cli import main
+from clozeworks.trainer.checkpoint import committed_steps, step_dir
 
 STEPS = 16
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_usable(
     assert list(run.glob(".step-*.tmp")), "the kill did not land during a write"
 
     newest = step_dir(run, committed_steps(run)[-1])
-    from trainer.export import load_run
+    from clozeworks.trainer.export import load_run
 
     _, model, _ = load_run(run)  # the newest committed checkpoint loads
     assert model is not None and (newest / "COMMITTED").is_file()

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.errors import BadInputError
-from trainer.runinfo import run_summary
+from clozeworks.schemas.errors import BadInputError
+from clozeworks.trainer.runinfo import run_summary
 
 
 def make_run(run: Path, records: list, tail: str = "") -> Path:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainer.config import TrainConfig
+from clozeworks.trainer.config import TrainConfig
 
 
 def build_model(config: TrainConfig) -> nn.Module:
     """The pretraining model for `config`, initialized from `config.seed` alone."""
-    from trainer.models import albert, bert, electra, roberta
-    from trainer.objectives import Pretraining
+    from clozeworks.trainer.models import albert, bert, electra, roberta
+    from clozeworks.trainer.objectives import Pretraining
 
     torch.manual_seed(config.seed)
     model = config.model

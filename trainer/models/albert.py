@@ -9,8 +9,8 @@ module that several layers hold, so it has one set of weights and one gradient.
 
 from __future__ import annotations
 
-from trainer.config import ModelConfig
-from trainer.models.bert import Encoder, Layer
+from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.models.bert import Encoder, Layer
 
 
 def shared_layers(config: ModelConfig) -> list[Layer]:

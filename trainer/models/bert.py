@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import ModelConfig
+from clozeworks.trainer.config import ModelConfig
 
 IGNORE_INDEX = -100
 

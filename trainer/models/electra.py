@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import ModelConfig
-from trainer.models.bert import IGNORE_INDEX, Encoder, init_weights
-from trainer.objectives import MLMHead, Outputs, RTDHead, classification
+from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.models.bert import IGNORE_INDEX, Encoder, init_weights
+from clozeworks.trainer.objectives import MLMHead, Outputs, RTDHead, classification
 
 
 def generator_config(config: ModelConfig) -> ModelConfig:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainer.config import ModelConfig
-from trainer.models.bert import Encoder
+from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.models.bert import Encoder
 
 
 def build_encoder(config: ModelConfig) -> Encoder:

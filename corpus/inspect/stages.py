@@ -1,0 +1,202 @@
+"""What a path holds, and summaries of document stores and tokenizers (docs/inspect.md).
+
+Shard sets are summarized by `corpus.inspect.shards`, training runs by `trainer.runinfo`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from clozeworks.corpus.inspect.stats import Histogram, log2_edges
+from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer, word_start_table
+from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.manifest import MANIFEST_FILE
+
+KINDS = ("shards", "docs", "tokenizer", "run")
+VOCAB_STATS_FILE = "vocab_stats.json"
+# stats.json keys read as drop reasons / duplicate figures (see docs/inspect.md).
+DROPPED_PREFIX = "dropped."
+DUPLICATE_WORDS = ("duplicate", "cluster")
+STAGE_FIGURES = ("documents_in", "documents_out", "bytes_in", "bytes_out")
+
+
+def detect_kind(path: Path) -> str:
+    """Which stage produced `path`; BadInputError naming it when none did (or unfinished)."""
+    if not path.exists():
+        raise BadInputError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if (path / MANIFEST_FILE).is_file() or list(path.glob("shard-*.tar")):
+            return "shards"
+        if (path / STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
+            return "docs"
+        if (path / TOKENIZER_FILE).is_file() or (path / "vocab.txt").is_file():
+            return "tokenizer"
+        if (path / "config.json").is_file() and (path / "metrics.jsonl").exists():
+            return "run"
+    elif path.name in (TOKENIZER_FILE, "vocab.txt"):
+        return "tokenizer"
+    raise BadInputError(f"{path}: not a document store, tokenizer, shard directory or training run")
+
+
+def docs_summary(directory: Path) -> dict[str, Any]:
+    """Documents and their lengths (characters and UTF-8 bytes), counted from the Parquet
+    files, beside what the stage's `stats.json` says: drop reasons, duplicates, clusters.
+
+    A part file that cannot be read, or a document count that disagrees with
+    `stats.json`'s `documents_out`, is listed in `problems` ({"file", "problem"}).
+    """
+    stats_path = directory / STATS_FILE
+    stats = _read_stats(stats_path)
+    files = sorted(directory.glob(DOCS_GLOB))
+    chars, utf8 = Histogram(), Histogram()
+    problems: list[dict[str, str]] = []
+    for f in files:
+        try:
+            for batch in pq.ParquetFile(f).iter_batches(columns=["text"]):
+                text = batch.column("text")
+                chars.add(_lengths(pc.utf8_length(text)))
+                utf8.add(_lengths(pc.binary_length(text)))
+        except (pa.ArrowException, OSError, KeyError) as err:
+            problems.append({"file": f.name, "problem": f"cannot be read ({err})"})
+    chain = _stage_chain(stats)
+    documents = chars.count
+    expected = stats.get("documents_out") if stats else None
+    if isinstance(expected, int) and not problems and expected != documents:
+        problems.append(
+            {
+                "file": STATS_FILE,
+                "problem": f"says {expected} documents, the files hold {documents}",
+            }
+        )
+    dropped: dict[str, int] = {}
+    for stage in chain:
+        for reason, count in stage["dropped"].items():
+            dropped[reason] = dropped.get(reason, 0) + count
+    duplicates: dict[str, Any] = {}
+    for stage in chain:
+        for key, value in stage["duplicates"].items():
+            duplicates.setdefault(key, value)
+    edges = log2_edges(chars.summary()["max"] or 1)
+    return {
+        "kind": "docs",
+        "path": str(directory),
+        "complete": stats is not None,
+        "files": len(files),
+        "documents": documents,
+        "characters": {
+            **chars.summary(),
+            "histogram": {"edges": edges.tolist(), "counts": chars.binned(edges)},
+        },
+        "bytes": utf8.total,
+        "utf8_bytes": utf8.summary(),
+        "dropped": dropped,
+        "duplicates": duplicates,
+        "stages": chain,
+        "stats": stats,
+        "problems": problems,
+    }
+
+
+def _lengths(array: Any) -> np.ndarray:
+    """Lengths from a pyarrow integer array; nulls (not allowed by the schema) count as 0."""
+    return np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _read_stats(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BadInputError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise BadInputError(f"{path}: expected a JSON object")
+    return data
+
+
+def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """This stage's figures, then its upstream's (dedup's stats.json nests clean's)."""
+    chain = []
+    seen = 0
+    while isinstance(stats, dict) and seen < 16:
+        seen += 1
+        chain.append(
+            {
+                "stage": stats.get("stage"),
+                **{k: stats.get(k) for k in STAGE_FIGURES},
+                "dropped": {
+                    k.removeprefix(DROPPED_PREFIX): v
+                    for k, v in stats.items()
+                    if k.startswith(DROPPED_PREFIX) and isinstance(v, int)
+                },
+                "duplicates": {
+                    k: v
+                    for k, v in stats.items()
+                    if any(word in k for word in DUPLICATE_WORDS)
+                    and not k.startswith(DROPPED_PREFIX)
+                    and isinstance(v, int | float | list)
+                    and not isinstance(v, bool)
+                },
+            }
+        )
+        stats = stats.get("upstream")
+    return chain
+
+
+def tokenizer_summary(path: Path) -> dict[str, Any]:
+    """Kind, size, special tokens and piece statistics of a tokenizer, with the
+    `vocab_stats.json` that `cloze vocab` writes beside it (as written, or None)."""
+    info = load_tokenizer(path)
+    directory = path if path.is_dir() else path.parent
+    starts = np.array(word_start_table(info.tokenizer, info.special), dtype=bool)
+    special = np.zeros(len(starts), dtype=bool)
+    special[[i for i in info.all_special_ids if i < len(special)]] = True
+    pieces = info.tokenizer.get_vocab(with_added_tokens=True)
+    piece_chars = Histogram()
+    piece_chars.add(
+        np.fromiter(
+            (len(_strip_marker(t, info.special)) for t, i in pieces.items() if not special[i]),
+            dtype=np.int64,
+        )
+    )
+    return {
+        "kind": "tokenizer",
+        "path": str(path),
+        "vocab_kind": info.kind,
+        "vocab_size": info.vocab_size,
+        "special_tokens": {
+            role: {"token": tok, "id": info.special_ids[role]}
+            for role, tok in info.special.roles().items()
+        },
+        "sha256": info.sha256,
+        "pieces": {
+            "word_starts": int((starts & ~special).sum()),
+            "continuations": int((~starts & ~special).sum()),
+            "characters": piece_chars.summary(),
+        },
+        "vocab_stats": _read_optional_json(directory / VOCAB_STATS_FILE),
+    }
+
+
+def _strip_marker(token: str, special: Any) -> str:
+    for prefix in (special.continuation_prefix, special.word_start_prefix):
+        if prefix and token.startswith(prefix):
+            return token[len(prefix) :]
+    return token
+
+
+def _read_optional_json(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BadInputError(f"{path}: not valid JSON ({err})") from None

@@ -1,0 +1,75 @@
+"""Dealing sequences to shards: a global shuffle without a global sort.
+
+Every sequence has a uniform 64-bit key (derived from its document's key, `corpus.shards.keys`).
+Keys fall into `2**bits` buckets by their top bits; with the count of every bucket (a small
+table), a sequence's global rank is the count of all smaller buckets plus its rank inside
+its bucket, which one worker computes by sorting just that bucket. Rank r goes to shard
+r mod S at position r div S, so shards differ in size by at most one and each is an i.i.d.
+sample of the corpus.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_BUCKET_BITS = 12
+
+
+def bucket_of(key: int, bits: int = DEFAULT_BUCKET_BITS) -> int:
+    return key >> (64 - bits) if bits else 0
+
+
+def bucket_offsets(counts: Mapping[int, int]) -> dict[int, int]:
+    """Bucket -> number of sequences in all smaller buckets."""
+    offsets: dict[int, int] = {}
+    running = 0
+    for bucket in sorted(counts):
+        offsets[bucket] = running
+        running += counts[bucket]
+    return offsets
+
+
+def number_of_shards(total: int, num_shards: int | None, sequences_per_shard: int | None) -> int:
+    """Shards to cut `total` sequences into: `num_shards`, or enough for the per-shard size."""
+    if total <= 0:
+        return 0
+    if num_shards:
+        return min(num_shards, total)
+    per = sequences_per_shard or total
+    return max(1, math.ceil(total / per))
+
+
+def place(rank: int, shards: int) -> tuple[int, int]:
+    """(shard, position inside the shard) of the sequence with global rank `rank`."""
+    return rank % shards, rank // shards
+
+
+def bucket_bits_for(total_bytes: int, bytes_per_bucket: int = 16 << 20) -> int:
+    """Bits of the bucket index for a corpus of `total_bytes` of text: buckets of about
+    `bytes_per_bucket`, 1 to 4096 of them. Any value gives the same shards (a rank is a
+    position in the global key order); it only sets how much one worker sorts at once."""
+    buckets = max(1, total_bytes // bytes_per_bucket)
+    return min(DEFAULT_BUCKET_BITS, max(0, int(buckets).bit_length() - 1))
+
+
+def key_order(
+    keys: np.ndarray, tiebreak: Callable[[], Sequence[bytes]] | None = None
+) -> np.ndarray:
+    """Indices that sort `keys` (uint64). Equal keys (a 64-bit collision: practically never)
+    are ordered by `tiebreak()`'s bytes, so the order never depends on the order of arrival."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    if tiebreak is None or not np.any(ordered[1:] == ordered[:-1]):
+        return order
+    extra = tiebreak()
+    return np.array(sorted(range(len(keys)), key=lambda i: (int(keys[i]), extra[i])))
+
+
+def buckets_of(keys: np.ndarray, bits: int) -> np.ndarray:
+    """Bucket of every uint64 key: its top `bits` bits."""
+    if bits == 0:
+        return np.zeros(len(keys), dtype=np.int64)
+    return (keys >> np.uint64(64 - bits)).astype(np.int64)

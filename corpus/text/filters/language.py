@@ -1,0 +1,106 @@
+"""Language identification filter, with pluggable backends behind optional dependencies.
+
+`langid` (default) is py3langid: its model ships inside the package, so it works offline
+(`pip install 'clozeworks[lang]'`). `fasttext` loads a fastText language-ID model from
+`model_path` (e.g. lid.176.bin, as datatrove and CCNet use; `pip install
+'clozeworks[fasttext]'`). Other identifiers plug in through `register_backend`.
+The 0.65 score threshold is datatrove's `LanguageFilter` default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from clozeworks.corpus.text.filters.base import FilterResult
+from clozeworks.schemas.errors import UsageError
+
+
+class LanguageIdentifier(Protocol):
+    def predict(self, text: str) -> tuple[str, float]:
+        """(ISO 639-1 code, probability) of the most likely language."""
+        ...
+
+
+_BACKENDS: dict[str, Callable[[str], LanguageIdentifier]] = {}
+_LOADED: dict[tuple[str, str], LanguageIdentifier] = {}
+
+
+def register_backend(name: str, factory: Callable[[str], LanguageIdentifier]) -> None:
+    """Make `backend=name` available; `factory(model_path)` builds the identifier."""
+    _BACKENDS[name] = factory
+
+
+def load_backend(name: str, model_path: str = "") -> LanguageIdentifier:
+    """The identifier for `name`, loaded once per process. UsageError names the missing extra."""
+    key = (name, model_path)
+    if key not in _LOADED:
+        if name not in _BACKENDS:
+            raise UsageError(
+                f"unknown language backend {name!r}; available: {', '.join(sorted(_BACKENDS))}"
+            )
+        _LOADED[key] = _BACKENDS[name](model_path)
+    return _LOADED[key]
+
+
+class _LangId:
+    def __init__(self, model_path: str) -> None:
+        try:
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        except ImportError:
+            raise UsageError(
+                "the language filter's langid backend needs py3langid: "
+                "pip install 'clozeworks[lang]'"
+            ) from None
+        # The model is a numpy archive inside the package (no download, nothing unpickled).
+        self._model = LanguageIdentifier.from_model_file(model_path or MODEL_FILE, norm_probs=True)
+
+    def predict(self, text: str) -> tuple[str, float]:
+        lang, score = self._model.classify(text)
+        return str(lang), float(score)
+
+
+class _FastText:
+    def __init__(self, model_path: str) -> None:
+        if not model_path:
+            raise UsageError("the fasttext language backend needs --language-model-path")
+        try:
+            import fasttext
+        except ImportError:
+            raise UsageError(
+                "the fasttext language backend needs fasttext: pip install 'clozeworks[fasttext]'"
+            ) from None
+        self._model = fasttext.load_model(model_path)
+
+    def predict(self, text: str) -> tuple[str, float]:
+        labels, scores = self._model.predict(text.replace("\n", " "), k=1)
+        return str(labels[0]).removeprefix("__label__"), float(scores[0])
+
+
+register_backend("langid", _LangId)
+register_backend("fasttext", _FastText)
+
+
+@dataclass(frozen=True)
+class LanguageFilter:
+    """Keeps documents whose most likely language is one of `languages` with a score of at
+    least `min_score`."""
+
+    name: ClassVar[str] = "language"
+    languages: str = field(default="en", metadata={"help": "comma-separated codes to keep"})
+    min_score: float = field(default=0.65, metadata={"help": "lowest accepted probability"})
+    backend: str = field(default="langid", metadata={"help": "langid or fasttext"})
+    model_path: str = field(default="", metadata={"help": "model file (fasttext backend)"})
+
+    def check(self) -> None:
+        """Load the backend now, so a missing extra fails before the pipeline starts."""
+        load_backend(self.backend, self.model_path)
+
+    def filter(self, text: str) -> FilterResult:
+        lang, score = load_backend(self.backend, self.model_path).predict(text)
+        if lang not in self.languages.split(","):
+            return FilterResult.drop("other_language")
+        if score < self.min_score:
+            return FilterResult.drop("low_score")
+        return FilterResult.kept()

@@ -1,0 +1,49 @@
+"""Text normalization applied to every document before filtering and deduplication."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from clozeworks.schemas.errors import UsageError
+
+NORMAL_FORMS = ("NFC", "NFKC")
+
+# C0/C1 control characters except tab and newline, plus the byte-order mark; \r is handled
+# as a line break before this runs.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]")
+_SPACES = re.compile(r"[^\S\n]+")  # whitespace runs that are not newlines
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def normalize_text(text: str, form: str = "NFC", fix_mojibake: bool = False) -> str:
+    """Unicode `form`, control characters removed, whitespace runs collapsed to one space.
+
+    Line structure is kept: line breaks stay, lines are stripped, and more than one empty
+    line in a row becomes one (paragraph breaks survive). Idempotent. `fix_mojibake` first
+    repairs text decoded with the wrong codec ("donâ€™t" -> "don't") with ftfy.
+    """
+    if form not in NORMAL_FORMS:
+        raise ValueError(f"unknown normal form {form!r}; expected one of {', '.join(NORMAL_FORMS)}")
+    if fix_mojibake:
+        text = _ftfy().fix_text(text, normalization=form)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = unicodedata.normalize(form, text)  # type: ignore[arg-type]
+    text = _CONTROL.sub("", text)
+    text = _SPACES.sub(" ", text)
+    text = "\n".join(line.strip() for line in text.split("\n"))
+    return _BLANK_RUNS.sub("\n\n", text).strip()
+
+
+def _ftfy() -> Any:
+    try:
+        import ftfy
+    except ImportError:
+        raise UsageError("--fix-mojibake needs ftfy: pip install 'clozeworks[ftfy]'") from None
+    return ftfy
+
+
+def check_mojibake_support() -> None:
+    """UsageError now, before a pipeline starts, if ftfy is not installed."""
+    _ftfy()

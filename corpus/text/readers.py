@@ -1,0 +1,488 @@
+"""Raw input: plan how files are read, open them (plain, .gz, .zst, .bz2, .xz) and turn their
+records into documents.
+
+Records that cannot become a document are not errors: they come back as `Rejected` with a
+reason the pipeline counts (`bad_json`, `bad_utf8`, `missing_text`, `non_string_text`,
+`empty_text`, `too_long`). A file that cannot be opened or decompressed is an error naming
+the file.
+
+Large uncompressed `.jsonl` and blank-line `.txt` files are cut into byte ranges read in
+parallel (`plan_reads`), the way Hadoop and Beam's text source split: a range owns the records
+that *start* inside it and reads its last record past its end. Parquet files are cut at row
+groups. Ids stay `{path}#{line}` (1-based line, row, or first line of a block) because every
+range is told how many lines come before it (`count_newlines` over the earlier ranges).
+Memory is bounded by `max_record_bytes` plus a read buffer: an overlong record is skipped
+while it streams past, never held.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import IO, Any, cast
+
+import zstandard
+
+from clozeworks.schemas.errors import BadInputError
+
+FORMATS = ("jsonl", "parquet", "txt")
+DOC_SEPS = ("file", "blank")
+COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+# Largest record kept (raw bytes). Far above the length filter's default 10M characters of
+# ASCII; a record past it is counted `too_long` without ever being held in memory.
+DEFAULT_MAX_RECORD_BYTES = 32 << 20
+# Byte ranges of a large uncompressed file, as Beam's own file sources use (64 MiB).
+DEFAULT_CHUNK_BYTES = 64 << 20
+_READ_BYTES = 1 << 20
+_SAMPLE_BYTES = 512  # head of a rejected record kept for --rejects
+
+
+@dataclass(frozen=True)
+class RawDocument:
+    id: str
+    text: str
+    source: str
+    meta: str = "{}"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A record that is not a usable document; `sample` is the head of its raw bytes."""
+
+    reason: str
+    source: str
+    position: int
+    detail: str = ""
+    sample: str = ""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    text_field: str = "text"
+    id_field: str | None = None
+    doc_sep: str = "file"
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One unit of reading: a whole file, a byte range of one, or a run of Parquet row groups.
+
+    `start`/`end` are byte offsets (jsonl, txt) or row-group indexes (parquet); `end` None
+    means to the end of the file. `base` is the number of lines (rows) before `start`, or
+    None while it is still to be counted.
+    """
+
+    path: str
+    fmt: str
+    start: int = 0
+    end: int | None = None
+    base: int | None = 0
+
+
+def detect_format(path: str) -> str:
+    """The record format implied by a file name, ignoring a compression suffix."""
+    name = strip_compression(path.lower())
+    if name.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if name.endswith(".parquet"):
+        return "parquet"
+    return "txt"
+
+
+def strip_compression(name: str) -> str:
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def is_compressed(path: str) -> bool:
+    return path.lower().endswith(COMPRESSED_SUFFIXES)
+
+
+def decompressing(raw: IO[bytes], path: str) -> IO[bytes]:
+    """Wrap a binary stream in the decompressor its name asks for.
+
+    Every decompressor here returns at most what is asked of it, so a small file that expands
+    enormously (a 200 MB line of one character gzips to 200 KB) never lands in memory whole.
+    """
+    lower = path.lower()
+    if lower.endswith(".gz"):
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw))
+    if lower.endswith((".zst", ".zstd")):
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return cast(IO[bytes], io.BufferedReader(reader, buffer_size=_READ_BYTES))
+    if lower.endswith(".bz2"):
+        return cast(IO[bytes], bz2.BZ2File(raw))
+    if lower.endswith(".xz"):
+        return cast(IO[bytes], lzma.LZMAFile(raw))
+    return raw
+
+
+def make_id(source: str, position: int) -> str:
+    """Stable id from where a record came from: the same on every rerun of the same input."""
+    return f"{source}#{position}"
+
+
+# --- planning ------------------------------------------------------------------------------
+
+
+def plan_reads(
+    path: str,
+    fmt: str,
+    size: int,
+    doc_sep: str = "file",
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> list[ReadTask]:
+    """How to read one jsonl or txt file: whole, or in byte ranges of about `chunk_bytes`.
+
+    Compressed files and whole-file text documents cannot be split. Ranges of a split file
+    have `base=None`: their line offsets come from `count_newlines` over the earlier ranges.
+    """
+    if fmt not in ("jsonl", "txt"):
+        raise ValueError(f"plan_reads handles jsonl and txt, not {fmt!r}")
+    splittable = not is_compressed(path) and (fmt == "jsonl" or doc_sep == "blank")
+    if not splittable or size <= chunk_bytes:
+        return [ReadTask(path, fmt)]
+    return [
+        ReadTask(path, fmt, s, s + chunk_bytes if s + chunk_bytes < size else None, None)
+        for s in range(0, size, chunk_bytes)
+    ]
+
+
+def plan_parquet_reads(
+    path: str, group_rows: Sequence[int], group_bytes: Sequence[int], chunk_bytes: int
+) -> list[ReadTask]:
+    """Consecutive row groups of about `chunk_bytes` per task, each knowing the rows before it."""
+    tasks: list[ReadTask] = []
+    start, rows_before, rows, size = 0, 0, 0, 0
+    for i, (n, b) in enumerate(zip(group_rows, group_bytes, strict=True)):
+        if i > start and size + b > chunk_bytes:
+            tasks.append(ReadTask(path, "parquet", start, i, rows_before))
+            start, rows_before, rows, size = i, rows_before + rows, 0, 0
+        rows += n
+        size += b
+    tasks.append(ReadTask(path, "parquet", start, None, rows_before))
+    return tasks
+
+
+def count_newlines(stream: IO[bytes], start: int, end: int | None) -> int:
+    """Number of b"\\n" in bytes [start, end) of a seekable stream (one pass, constant memory)."""
+    stream.seek(start)
+    left = None if end is None else end - start
+    total = 0
+    while left is None or left > 0:
+        block = stream.read(_READ_BYTES if left is None else min(_READ_BYTES, left))
+        if not block:
+            break
+        total += block.count(b"\n")
+        if left is not None:
+            left -= len(block)
+    return total
+
+
+def with_bases(tasks: Sequence[ReadTask], counts: Sequence[int]) -> list[ReadTask]:
+    """The ranges of one file in order, each told the lines before it (`counts[i]` = newlines
+    in range i)."""
+    out, before = [], 0
+    for task, n in sorted(zip(tasks, counts, strict=True), key=_task_start):
+        out.append(replace(task, base=before))
+        before += n
+    return out
+
+
+def _task_start(item: tuple[ReadTask, int]) -> int:
+    return item[0].start
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def read_task(
+    task: ReadTask, stream: IO[bytes], options: ReadOptions
+) -> Iterator[RawDocument | Rejected]:
+    """The records of `task` from `stream` (decompressed; seekable when the task is a range)."""
+    if task.base is None:
+        raise ValueError(f"{task.path}: range {task.start} has not been numbered")
+    if task.fmt == "jsonl":
+        return read_jsonl(stream, task.path, options, task.start, task.end, task.base)
+    if task.fmt == "txt" and options.doc_sep == "blank":
+        return read_txt_blocks(stream, task.path, options, task.start, task.end, task.base)
+    if task.fmt == "txt":
+        return read_txt_file(stream, task.path, options)
+    if task.fmt == "parquet":
+        return read_parquet(stream, task.path, options, task.start, task.end, task.base)
+    raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def iter_lines(
+    stream: IO[bytes], offset: int, max_bytes: int
+) -> Iterator[tuple[int, bytes | None]]:
+    """(offset, line without its b"\\n") for each line from the stream's current position,
+    which is byte `offset`; the line is None when longer than `max_bytes` (skipped unread)."""
+    pieces: list[bytes] = []
+    pending = 0  # bytes of the unfinished line seen so far
+    skipping = False  # the unfinished line is already too long
+    while True:
+        chunk = stream.read(_READ_BYTES)
+        if not chunk:
+            break
+        cut = chunk.find(b"\n")
+        if cut < 0:
+            pending += len(chunk)
+            if not skipping and pending > max_bytes:
+                skipping, pieces = True, []
+            elif not skipping:
+                pieces.append(chunk)
+            continue
+        head = chunk[:cut]
+        if skipping or pending + len(head) > max_bytes:
+            yield offset, None
+        else:
+            yield offset, b"".join([*pieces, head]) if pieces else head
+        offset += pending + cut + 1
+        lines = chunk[cut + 1 :].split(b"\n")
+        tail = lines.pop()
+        for line in lines:
+            yield offset, (line if len(line) <= max_bytes else None)
+            offset += len(line) + 1
+        pending, skipping = len(tail), len(tail) > max_bytes
+        pieces = [tail] if tail and not skipping else []
+    if pending:
+        yield offset, None if skipping else b"".join(pieces)
+
+
+def _first_line(stream: IO[bytes], start: int, base: int) -> tuple[int, int] | None:
+    """(offset, line number) of the first line starting at or after `start`, if any."""
+    if start == 0:
+        return 0, base + 1
+    stream.seek(start - 1)
+    if stream.read(1) == b"\n":
+        return start, base + 1
+    # `start` is inside a line that belongs to the range before; skip it without holding it.
+    pos = start
+    while True:
+        block = stream.read(_READ_BYTES)
+        if not block:
+            return None
+        cut = block.find(b"\n")
+        if cut >= 0:
+            return pos + cut + 1, base + 2
+        pos += len(block)
+
+
+def _lines_from(
+    stream: IO[bytes], first: tuple[int, int], end: int | None, max_bytes: int
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, offset, line) for every line from `first` that starts before `end`."""
+    offset, lineno = first
+    if offset:  # a range; a whole read streams from the start and may not seek
+        stream.seek(offset)
+    for at, line in iter_lines(stream, offset, max_bytes):
+        if end is not None and at >= end:
+            return
+        yield lineno, at, line
+        lineno += 1
+
+
+def _sample(raw: bytes) -> str:
+    return raw[:_SAMPLE_BYTES].decode("utf-8", errors="replace")
+
+
+def _document(
+    value: Any, source: str, position: int, record_id: Any, raw: bytes = b""
+) -> RawDocument | Rejected:
+    if value is None:
+        return Rejected("missing_text", source, position, sample=_sample(raw))
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return Rejected("bad_utf8", source, position, sample=_sample(raw or value))
+    if not isinstance(value, str):
+        return Rejected("non_string_text", source, position, type(value).__name__, _sample(raw))
+    if not value.strip():
+        return Rejected("empty_text", source, position, sample=_sample(raw))
+    doc_id = make_id(source, position) if record_id is None else str(record_id)
+    return RawDocument(doc_id, value, source)
+
+
+def _too_long(source: str, position: int, limit: int) -> Rejected:
+    return Rejected("too_long", source, position, f"longer than {limit} bytes")
+
+
+def read_jsonl(
+    stream: IO[bytes],
+    source: str,
+    options: ReadOptions | None = None,
+    start: int = 0,
+    end: int | None = None,
+    base: int = 0,
+) -> Iterator[RawDocument | Rejected]:
+    """One JSON object per line; positions are 1-based line numbers. Blank lines are skipped."""
+    options = options or ReadOptions()
+    first = _first_line(stream, start, base)
+    if first is None:
+        return
+    for lineno, _, raw in _lines_from(stream, first, end, options.max_record_bytes):
+        if raw is None:
+            yield _too_long(source, lineno, options.max_record_bytes)
+            continue
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            yield Rejected("bad_utf8", source, lineno, str(err), _sample(raw))
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            yield Rejected("bad_json", source, lineno, err.msg, _sample(raw))
+            continue
+        if not isinstance(record, dict):
+            yield Rejected("bad_json", source, lineno, "not an object", _sample(raw))
+            continue
+        if options.text_field not in record:
+            yield Rejected("missing_text", source, lineno, options.text_field, _sample(raw))
+            continue
+        record_id = record.get(options.id_field) if options.id_field else None
+        yield _document(record[options.text_field], source, lineno, record_id, raw)
+
+
+def read_txt_file(
+    stream: IO[bytes], source: str, options: ReadOptions | None = None
+) -> Iterator[RawDocument | Rejected]:
+    """A whole file is one document (position 1); past `max_record_bytes` it is `too_long`."""
+    options = options or ReadOptions()
+    data = stream.read(options.max_record_bytes + 1)
+    if len(data) > options.max_record_bytes:
+        yield _too_long(source, 1, options.max_record_bytes)
+        return
+    yield _document(data, source, 1, None, data)
+
+
+def read_txt_blocks(
+    stream: IO[bytes],
+    source: str,
+    options: ReadOptions | None = None,
+    start: int = 0,
+    end: int | None = None,
+    base: int = 0,
+) -> Iterator[RawDocument | Rejected]:
+    """Each blank-line-separated block is a document, positioned at its first line."""
+    options = options or ReadOptions()
+    limit = options.max_record_bytes
+    first = _first_line(stream, start, base)
+    if first is None:
+        return
+    block: list[bytes] = []
+    block_start, size, too_long = 0, 0, False
+    foreign = not _line_before_blank(stream, first[0])
+    for lineno, offset, raw in _lines_from(stream, first, None, limit):
+        blank = raw is not None and not raw.strip()
+        if blank:
+            if block or too_long:
+                yield _block(block, source, block_start, too_long, limit)
+            block, size, too_long, foreign = [], 0, False, False
+            continue
+        if foreign:  # the rest of a block that started in the range before
+            continue
+        if not block and not too_long:
+            if end is not None and offset >= end:
+                return
+            block_start = lineno
+        size += (len(raw) if raw is not None else limit) + 1
+        if raw is None or size > limit:
+            too_long, block = True, []
+        elif not too_long:
+            block.append(raw)
+    if block or too_long:
+        yield _block(block, source, block_start, too_long, limit)
+
+
+def _line_before_blank(stream: IO[bytes], offset: int) -> bool:
+    """Whether the line ending just before `offset` (a line start) is blank or absent."""
+    pos = offset - 1  # the b"\n" ending the previous line
+    while pos > 0:
+        lo = max(0, pos - 4096)
+        stream.seek(lo)
+        window = stream.read(pos - lo)
+        for byte in reversed(window):
+            if byte == 0x0A:
+                return True
+            if byte not in b" \t\r\x0b\x0c":
+                return False
+        pos = lo
+    return True
+
+
+def _block(
+    lines: list[bytes], source: str, start: int, too_long: bool, limit: int
+) -> RawDocument | Rejected:
+    if too_long:
+        return _too_long(source, start, limit)
+    raw = b"\n".join(lines)
+    return _document(raw, source, start, None, raw)
+
+
+def read_parquet(
+    stream: IO[bytes],
+    source: str,
+    options: ReadOptions | None = None,
+    start: int = 0,
+    end: int | None = None,
+    base: int = 0,
+) -> Iterator[RawDocument | Rejected]:
+    """Rows of row groups [start, end), a small batch at a time; positions are 1-based rows."""
+    import pyarrow.parquet as pq
+
+    options = options or ReadOptions()
+    try:
+        pf = pq.ParquetFile(stream)
+    except Exception as err:
+        raise BadInputError(f"{source}: not a readable Parquet file ({err})") from None
+    names = pf.schema_arrow.names
+    for field in (options.text_field, options.id_field):
+        if field and field not in names:
+            raise BadInputError(f"{source}: no column {field!r} (columns: {', '.join(names)})")
+    stop = pf.num_row_groups if end is None else end
+    columns = [options.text_field] + ([options.id_field] if options.id_field else [])
+    position = base
+    if start >= stop:
+        return
+    for batch in pf.iter_batches(batch_size=256, row_groups=range(start, stop), columns=columns):
+        texts = batch.column(options.text_field).to_pylist()
+        ids = batch.column(options.id_field).to_pylist() if options.id_field else None
+        for i, text in enumerate(texts):
+            position += 1
+            if isinstance(text, str | bytes) and _exceeds(text, options.max_record_bytes):
+                yield _too_long(source, position, options.max_record_bytes)
+                continue
+            yield _document(text, source, position, None if ids is None else ids[i])
+
+
+def _exceeds(value: str | bytes, limit: int) -> bool:
+    """Whether `value` takes more than `limit` bytes as UTF-8 (encoding only when unsure)."""
+    if isinstance(value, bytes) or len(value) > limit:
+        return len(value) > limit
+    return len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit
+
+
+def parquet_layout(stream: IO[bytes], source: str) -> tuple[list[int], list[int]]:
+    """Rows and compressed bytes of each row group of a Parquet file (from its footer)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(stream).metadata
+    except Exception as err:
+        raise BadInputError(f"{source}: not a readable Parquet file ({err})") from None
+    rows = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    sizes = [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
+    return rows, sizes

@@ -1,0 +1,347 @@
+"""Tokenizers: train WordPiece (BERT), byte-level BPE (RoBERTa) or Unigram (ALBERT) with
+Hugging Face `tokenizers`, deterministically: the same texts give a byte-identical
+`tokenizer.json` whatever their order and on every run.
+
+`tokenizers` alone does not promise that. Its WordPiece trainer numbers `##c` pieces in
+hash-map order and breaks ties between equal merges by those numbers (see
+`corpus.vocab.alphabet`); its Unigram trainer sums in hash-map order, so scores differ in the
+last bits, and gives characters it had to re-add penalty scores in hash-set order. We fix the
+first by choosing the alphabet ourselves, the second by `canonical_unigram`. Byte-level BPE
+is deterministic as it is.
+
+The directory format (save, load, copy) lives in `corpus.vocab.files` and is re-exported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import trainers as tk_trainers
+
+from clozeworks.corpus.vocab.alphabet import AlphabetPlan, plan_alphabet
+from clozeworks.corpus.vocab.alphabet import char_counts as count_chars
+from clozeworks.corpus.vocab.files import (
+    DIRECTORY_FILES,
+    MODEL_MAX_LENGTH,
+    TOKENIZER_FILE,
+    VOCAB_STATS_FILE,
+    TokenizerInfo,
+    add_post_processor,
+    copy_tokenizer_dir,
+    load_tokenizer,
+    replace_dir,
+    tokenizer_kind,
+    word_start_table,
+    write_tokenizer_dir,
+)
+from clozeworks.corpus.vocab.sample import sample_score
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.special_tokens import VOCAB_KINDS, special_tokens_for
+
+__all__ = [
+    "DEFAULT_CASED",
+    "DEFAULT_VOCAB_SIZE",
+    "DIRECTORY_FILES",
+    "MODEL_MAX_LENGTH",
+    "NO_TEXT",
+    "TOKENIZER_FILE",
+    "VOCAB_STATS_FILE",
+    "TokenizerInfo",
+    "VocabConfig",
+    "canonical_unigram",
+    "copy_tokenizer_dir",
+    "load_tokenizer",
+    "new_tokenizer",
+    "sample_score",
+    "save_tokenizer",
+    "tokenizer_kind",
+    "train_tokenizer",
+    "train_tokenizer_from_files",
+    "word_start_table",
+]
+
+# Paper defaults: BERT's uncased vocabulary has 30522 entries, RoBERTa's 50265, ALBERT's 30000.
+DEFAULT_VOCAB_SIZE = {"wordpiece": 30522, "bpe": 50265, "unigram": 30000}
+# BERT's and ALBERT's published vocabularies are lowercased; RoBERTa's byte-level BPE is not.
+DEFAULT_CASED = {"wordpiece": False, "bpe": True, "unigram": False}
+# Unigram scores are rounded to this many decimals. The trainer's scores differ between runs
+# by up to ~4e-11 (hash-order summation); 1e-4 in log-probability is far below what changes
+# a segmentation, and makes a run whose rounding differs improbable (~1e-4 at 16k pieces).
+UNIGRAM_SCORE_DECIMALS = 4
+# tokenizers' Unigram trainer scores characters it must re-add as min_score + k * 1e-4.
+_UNIGRAM_PENALTY_STEP = 1e-4
+NO_TEXT = "no text to train a vocabulary on: the input is empty or every document was filtered"
+
+
+@dataclass(frozen=True)
+class VocabConfig:
+    kind: str = "wordpiece"
+    vocab_size: int | None = None  # None: the paper default for `kind`
+    min_frequency: int = 2  # WordPiece and BPE: merges seen fewer times are not made
+    limit_alphabet: int | None = 1000  # WordPiece: keep this many most frequent characters
+    cased: bool | None = None  # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not)
+    extra_special_tokens: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in VOCAB_KINDS:
+            raise UsageError(f"unknown vocabulary kind {self.kind!r}; use {', '.join(VOCAB_KINDS)}")
+        specials = special_tokens_for(self.kind).order
+        floor = len(specials) + len(self.extra_special_tokens) + 1
+        if self.vocab_size is not None and self.vocab_size < floor:
+            raise UsageError(f"--vocab-size must be at least {floor} (got {self.vocab_size})")
+        if self.min_frequency < 0:
+            raise UsageError(f"--min-frequency must not be negative (got {self.min_frequency})")
+        if self.limit_alphabet is not None and self.limit_alphabet < 1:
+            raise UsageError(f"--limit-alphabet must be positive (got {self.limit_alphabet})")
+        for token in self.extra_special_tokens:
+            if not token or token != token.strip():
+                raise UsageError(f"special token {token!r} is empty or has surrounding spaces")
+            if token in specials:
+                raise UsageError(f"{token} is already a {self.kind} special token")
+        if len(set(self.extra_special_tokens)) != len(self.extra_special_tokens):
+            raise UsageError("--special-tokens lists a token twice")
+
+    @property
+    def size(self) -> int:
+        return self.vocab_size or DEFAULT_VOCAB_SIZE[self.kind]
+
+    @property
+    def lowercase(self) -> bool:
+        return not (DEFAULT_CASED[self.kind] if self.cased is None else self.cased)
+
+    @property
+    def special_tokens(self) -> list[str]:
+        """In id order: the kind's five, then the extra ones."""
+        return list(special_tokens_for(self.kind).order) + list(self.extra_special_tokens)
+
+
+def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
+    """The normalizer, pre-tokenizer and decoder BERT / RoBERTa / ALBERT use, no vocabulary."""
+    sp = special_tokens_for(config.kind)
+    if config.kind == "wordpiece":
+        tok = Tokenizer(models.WordPiece(unk_token=sp.unk, max_input_chars_per_word=100))
+        tok.normalizer = normalizers.BertNormalizer(
+            clean_text=True,
+            handle_chinese_chars=True,
+            strip_accents=None,  # None: strip accents exactly when lowercasing, as BERT does
+            lowercase=config.lowercase,
+        )
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece(prefix="##")
+    elif config.kind == "bpe":
+        tok = Tokenizer(models.BPE(unk_token=None))
+        if config.lowercase:
+            tok.normalizer = normalizers.Lowercase()
+        # RoBERTa: no space is added before the first word.
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+    else:
+        tok = Tokenizer(models.Unigram())
+        # As SentencePiece's nmt_nfkc: NFKC, and any run of whitespace (line breaks, tabs)
+        # is one space, none at the ends, so every word starts with "▁".
+        steps: list[normalizers.Normalizer] = [
+            normalizers.NFKC(),
+            normalizers.Replace(Regex(r"\s+"), " "),
+            normalizers.Strip(),
+        ]
+        if config.lowercase:
+            steps.append(normalizers.Lowercase())
+        tok.normalizer = normalizers.Sequence(steps)
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    return tok
+
+
+def new_trainer(
+    config: VocabConfig, alphabet: AlphabetPlan | None = None, show_progress: bool = False
+) -> tk_trainers.Trainer:
+    """The trainer for `config`. WordPiece needs the `alphabet` plan to be deterministic."""
+    specials = config.special_tokens
+    if config.kind == "wordpiece":
+        if alphabet is None:
+            raise ValueError("WordPiece training needs an AlphabetPlan (see plan_alphabet)")
+        # The `##c` pieces go in as "special tokens" only so that their ids are fixed here;
+        # finish_training makes them ordinary vocabulary entries again.
+        return tk_trainers.WordPieceTrainer(
+            vocab_size=config.size,
+            min_frequency=config.min_frequency,
+            limit_alphabet=max(1, len(alphabet.alphabet)),
+            initial_alphabet=list(alphabet.alphabet),
+            special_tokens=specials + list(alphabet.continuations),
+            continuing_subword_prefix="##",
+            show_progress=show_progress,
+        )
+    if config.kind == "bpe":
+        return tk_trainers.BpeTrainer(
+            vocab_size=config.size,
+            min_frequency=config.min_frequency,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=show_progress,
+        )
+    return tk_trainers.UnigramTrainer(
+        vocab_size=config.size,
+        special_tokens=specials,
+        unk_token=special_tokens_for(config.kind).unk,
+        show_progress=show_progress,
+    )
+
+
+def new_tokenizer(
+    config: VocabConfig, alphabet: AlphabetPlan | None = None
+) -> tuple[Tokenizer, tk_trainers.Trainer]:
+    """An untrained tokenizer and its trainer, set up the way BERT/RoBERTa/ALBERT did."""
+    return untrained_tokenizer(config), new_trainer(config, alphabet)
+
+
+def train_tokenizer(
+    texts: Iterable[str] | Iterable[list[str]],
+    config: VocabConfig,
+    char_counts: Mapping[str, int] | None = None,
+    show_progress: bool = False,
+    length: int | None = None,
+) -> Tokenizer:
+    """Train on `texts`, strings or lists of strings, streamed once.
+
+    WordPiece needs the character counts of the texts first: pass `char_counts` (from
+    `corpus.vocab.alphabet.char_counts`, or a Beam combine), or texts in a list so they can
+    be counted here. BadInputError if the texts hold nothing but whitespace.
+    """
+    tok = untrained_tokenizer(config)
+    plan = None
+    if config.kind == "wordpiece":
+        if char_counts is None:
+            if not isinstance(texts, Sequence):
+                raise ValueError("WordPiece from a one-pass stream needs its char_counts")
+            char_counts = count_chars(_flat(texts))
+        plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
+        if not plan.alphabet:
+            raise BadInputError(NO_TEXT)
+    trainer = new_trainer(config, plan, show_progress)
+    seen = _SeesText(texts)
+    tok.train_from_iterator(seen, trainer=trainer, length=length)
+    if not seen.found:
+        raise BadInputError(NO_TEXT)
+    return finish_training(tok, config, plan)
+
+
+def train_tokenizer_from_files(
+    files: Iterable[str], config: VocabConfig, char_counts: Mapping[str, int] | None = None
+) -> Tokenizer:
+    """As `train_tokenizer`, but `tokenizers` reads the local text files itself (one
+    training sequence per line)."""
+    paths = sorted(files)
+    if not any(_file_has_text(p) for p in paths):
+        raise BadInputError(NO_TEXT)
+    tok = untrained_tokenizer(config)
+    plan = None
+    if config.kind == "wordpiece":
+        if char_counts is None:
+            char_counts = count_chars(_lines(paths))
+        plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
+    tok.train(paths, trainer=new_trainer(config, plan))
+    return finish_training(tok, config, plan)
+
+
+def _file_has_text(path: str) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any(not line.isspace() for line in f)
+
+
+def _lines(paths: Iterable[str]) -> Iterator[str]:
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            yield from f
+
+
+def _flat(texts: Iterable[str] | Iterable[list[str]]) -> Iterator[str]:
+    for item in texts:
+        if isinstance(item, str):
+            yield item
+        else:
+            yield from item
+
+
+class _SeesText(Iterator[Any]):
+    """Passes items through and notes whether any holds a non-whitespace character."""
+
+    def __init__(self, texts: Iterable[Any]) -> None:
+        self._it = iter(texts)
+        self.found = False
+
+    def __next__(self) -> Any:
+        item = next(self._it)
+        if not self.found:
+            batch = [item] if isinstance(item, str) else item
+            self.found = any(text and not text.isspace() for text in batch)
+        return item
+
+
+def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | None) -> Tokenizer:
+    """The trained tokenizer in canonical form, with its post-processor. Checks that the
+    special tokens got ids 0, 1, 2, ... in their order."""
+    out = tok
+    if config.kind != "bpe":  # byte-level BPE comes out of the trainer canonical already
+        spec = json.loads(tok.to_str())
+        if plan is not None and plan.continuations:
+            helpers = set(plan.continuations)
+            spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]
+        if config.kind == "unigram":
+            spec["model"] = canonical_unigram(spec["model"], len(config.special_tokens))
+        out = Tokenizer.from_str(json.dumps(spec, ensure_ascii=False))
+    for i, token in enumerate(config.special_tokens):
+        if out.token_to_id(token) != i:
+            raise AssertionError(f"special token {token} has id {out.token_to_id(token)}, not {i}")
+    add_post_processor(out, config.kind, special_tokens_for(config.kind))
+    return out
+
+
+def canonical_unigram(model: dict[str, Any], n_special: int) -> dict[str, Any]:
+    """A Unigram model's `vocab` made independent of hash order: the characters the trainer
+    re-added with penalty scores get those scores by code point, every score is rounded to
+    UNIGRAM_SCORE_DECIMALS, and pieces are ordered by score, then by text.
+
+    A piece spelled like a special token (text that contains "</s>" teaches the trainer
+    that piece too) is dropped: two entries for one string would give the special token
+    the learned piece's id."""
+    specials = [list(p) for p in model["vocab"][:n_special]]
+    names = {str(p) for p, _ in specials}
+    pieces = [(str(p), float(s)) for p, s in model["vocab"][n_special:] if str(p) not in names]
+    if not pieces:
+        return model
+    floor = min(s for _, s in pieces)
+    penalized = sorted(
+        (p for p, s in pieces if len(p) == 1 and _on_penalty_grid(s - floor)), key=ord
+    )
+    rescored = dict(pieces)
+    for k, p in enumerate(penalized):
+        rescored[p] = floor + k * _UNIGRAM_PENALTY_STEP
+    ordered = sorted(
+        ((p, round(s, UNIGRAM_SCORE_DECIMALS)) for p, s in rescored.items()),
+        key=_by_score_then_text,
+    )
+    return {**model, "vocab": specials + [[p, s] for p, s in ordered]}
+
+
+def _on_penalty_grid(offset: float) -> bool:
+    steps = offset / _UNIGRAM_PENALTY_STEP
+    return offset > -1e-9 and math.isclose(steps, round(steps), abs_tol=1e-5)
+
+
+def _by_score_then_text(item: tuple[str, float]) -> tuple[float, str]:
+    return -item[1], item[0]
+
+
+def save_tokenizer(tok: Tokenizer, config: VocabConfig, directory: str | Path) -> Path:
+    """Write the HF tokenizer directory atomically (a temp dir swapped into place)."""
+
+    def build(tmp: Path) -> None:
+        write_tokenizer_dir(tok, tmp, config.kind, config.extra_special_tokens)
+
+    return replace_dir(build, directory)

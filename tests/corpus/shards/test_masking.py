@@ -1,0 +1,210 @@
+"""Statistical tests of the shared masking definition. Tolerances are the shard-builder
+issue's: masked share 15% +- 0.5 points, 80/10/10 split +- 1.5 points. With ~240k maskable
+tokens the standard error of the share is under 0.1 point, so these are not flaky."""
+
+import pytest
+import torch
+
+from clozeworks.corpus.shards.masking import (
+    IGNORE_INDEX,
+    MaskTables,
+    mask_tokens,
+    pad_batch,
+    sequence_keys,
+)
+from clozeworks.schemas.masking import MaskingSettings
+
+VOCAB = 1000
+SPECIAL = [0, 1, 2, 3, 4]  # pad unk cls sep mask
+MASK_ID = 4
+
+
+def make_batch(n: int = 2000, length: int = 128, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(length // 2, length + 1, (n,), generator=g)
+    seqs = []
+    for ln in lengths.tolist():
+        body = torch.randint(5, VOCAB, (ln - 2,), generator=g)
+        seqs.append(torch.cat([torch.tensor([2]), body, torch.tensor([3])]))
+    ids, attention = pad_batch(seqs, pad_id=0)
+    word_start = (torch.rand(VOCAB, generator=g) < 0.7).tolist()
+    tables = MaskTables.build(VOCAB, SPECIAL, word_start, MASK_ID)
+    keys = sequence_keys(1234, 0, torch.arange(n))
+    return ids, attention, keys, tables
+
+
+@pytest.fixture(scope="module")
+def batch():
+    return make_batch()
+
+
+def maskable(ids, attention, tables):
+    return attention & ~tables.special[ids]
+
+
+@pytest.mark.parametrize("kind", ["token", "wwm", "span", "ngram"])
+def test_share_split_and_specials(batch, kind: str) -> None:
+    ids, attention, keys, tables = batch
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind=kind))
+    can = maskable(ids, attention, tables)
+    share = r.masked.sum().item() / can.sum().item()
+    assert abs(share - 0.15) <= 0.005, share
+    assert not (r.masked & ~can).any(), "a special or padding position was chosen"
+    acts = r.action[r.masked]
+    split = [(acts == a).float().mean().item() for a in (1, 2, 3)]
+    for got, want in zip(split, (0.8, 0.1, 0.1), strict=True):
+        assert abs(got - want) <= 0.015, split
+    replaced = r.input_ids[r.action == 2]
+    assert not tables.special[replaced].any(), "a random replacement was a special token"
+    assert (r.input_ids[r.action == 1] == MASK_ID).all()
+    assert torch.equal(r.input_ids[r.action == 3], ids[r.action == 3])
+    assert torch.equal(r.input_ids[~r.masked], ids[~r.masked])
+    assert torch.equal(r.labels[r.masked], ids[r.masked])
+    assert (r.labels[~r.masked] == IGNORE_INDEX).all()
+
+
+def test_token_budget_is_exact(batch) -> None:
+    ids, attention, keys, tables = batch
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="token"))
+    n = maskable(ids, attention, tables).sum(1).float()
+    want = torch.clamp(torch.round(n * 0.15), min=1)
+    assert torch.equal(r.masked.sum(1).float(), want)
+
+
+def test_max_predictions_is_a_hard_cap(batch) -> None:
+    ids, attention, keys, tables = batch
+    for kind in ("token", "wwm", "span"):
+        r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind=kind, max_predictions=7))
+        assert r.masked.sum(1).max().item() <= 7
+
+
+def word_starts(ids, attention, tables):
+    can = maskable(ids, attention, tables)
+    return (tables.word_start[ids] | ~torch.roll(can, 1, 1)) & can
+
+
+def per_unit(r, values):
+    """[B, L] sums of `values` per (row, unit id)."""
+    out = torch.zeros(r.unit_ids.shape, dtype=torch.int64)
+    return out.scatter_add_(1, r.unit_ids, values.to(torch.int64))
+
+
+def test_whole_words_are_masked_whole(batch) -> None:
+    ids, attention, keys, tables = batch
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="wwm"))
+    can = maskable(ids, attention, tables)
+    # every unit is all masked or all unmasked
+    size, hit = per_unit(r, can), per_unit(r, r.masked)
+    assert ((hit == 0) | (hit == size)).all()
+    # and a unit is a word: it starts at a word-start piece or right after a special token
+    first = torch.ones_like(can)
+    first[:, 1:] = (r.unit_ids[:, 1:] != r.unit_ids[:, :-1]) | ~can[:, :-1]
+    assert torch.equal(first & can, word_starts(ids, attention, tables))
+
+
+def taken_unit_words(r, ids, attention, tables):
+    """Number of words in every taken unit (words counted by word-start pieces)."""
+    words = per_unit(r, word_starts(ids, attention, tables) & r.masked)
+    return words[per_unit(r, r.masked) > 0].float()
+
+
+def test_span_lengths_follow_clipped_geometric(batch) -> None:
+    # SpanBERT: Geometric(0.2) clipped at 10 words, mean 3.8. The span that crosses the
+    # budget is kept with probability (budget left / its length), which favours short spans,
+    # and a sequence's end cuts its last group: at 512 tokens (~13 spans) that costs ~0.1
+    # word, at 128 (~4 spans) ~0.3.
+    ids, attention, keys, tables = make_batch(n=400, length=512, seed=3)
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="span"))
+    sizes = taken_unit_words(r, ids, attention, tables)
+    assert sizes.max().item() <= 10
+    assert abs(sizes.mean().item() - 3.8) < 0.15, sizes.mean()
+    ids, attention, keys, tables = batch
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="span"))
+    sizes = taken_unit_words(r, ids, attention, tables)
+    assert 3.35 < sizes.mean().item() < 3.65, sizes.mean()
+    # 80/10/10 is decided per span: every token of a span got the same action
+    lo = torch.full(r.unit_ids.shape, 9, dtype=torch.int64)
+    hi = torch.zeros(r.unit_ids.shape, dtype=torch.int64)
+    act = r.action.to(torch.int64)
+    lo.scatter_reduce_(1, r.unit_ids, act.where(r.masked, 9), "amin")
+    hi.scatter_reduce_(1, r.unit_ids, act.where(r.masked, 0), "amax")
+    taken = per_unit(r, r.masked) > 0
+    assert torch.equal(lo[taken], hi[taken])
+
+
+def full_rows(n: int, length: int):
+    """Rows that fill the length, as packed modes write them: the cap meets the budget."""
+    g = torch.Generator().manual_seed(5)
+    body = torch.randint(5, VOCAB, (n, length - 2), generator=g)
+    ids = torch.cat([torch.full((n, 1), 2), body, torch.full((n, 1), 3)], 1)
+    word_start = (torch.rand(VOCAB, generator=g) < 0.7).tolist()
+    tables = MaskTables.build(VOCAB, SPECIAL, word_start, MASK_ID)
+    return ids, torch.ones_like(ids, dtype=torch.bool), sequence_keys(9, 0, torch.arange(n)), tables
+
+
+@pytest.mark.parametrize("kind", ["token", "wwm", "span", "ngram"])
+def test_a_cap_equal_to_the_budget_keeps_the_share(kind: str) -> None:
+    # max_predictions = round(0.15 * 128) = 19 is the budget of a full row: the unit that
+    # would cross it never fits, so the rest of the budget is filled (first fit; span cuts
+    # its crossing span at a word boundary first, as SpanBERT cuts its last span).
+    ids, attention, keys, tables = full_rows(2000, 128)
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind=kind, max_predictions=19))
+    assert r.masked.sum(1).max().item() <= 19
+    share = r.masked.sum().item() / maskable(ids, attention, tables).sum().item()
+    assert abs(share - 0.15) <= 0.005, share
+    if kind in ("wwm", "span"):  # words stay whole
+        can = maskable(ids, attention, tables)
+        words = torch.cumsum(word_starts(ids, attention, tables).long(), 1)
+        size = torch.zeros_like(words).scatter_add_(1, words, can.long())
+        hit = torch.zeros_like(words).scatter_add_(1, words, r.masked.long())
+        assert ((hit == 0) | (hit == size)).all()
+
+
+def test_ngram_lengths_are_proportional_to_one_over_n(batch) -> None:
+    ids, attention, keys, tables = batch
+    r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="ngram"))
+    sizes = taken_unit_words(r, ids, attention, tables)
+    assert sizes.max().item() <= 3
+    for n, want in ((1, 6 / 11), (2, 3 / 11), (3, 2 / 11)):
+        got = (sizes == n).float().mean().item()
+        # sequence ends truncate some groups, shifting a little mass to shorter n-grams
+        assert abs(got - want) < 0.03, (n, got, want)
+
+
+def test_masks_are_a_pure_function_of_seed_epoch_and_index() -> None:
+    ids, attention, keys, tables = make_batch(n=64)
+    settings = MaskingSettings(kind="span")
+    full = mask_tokens(ids, attention, keys, tables, settings)
+    # the same sequences in another batch, in another order, padded to another length
+    order = torch.tensor([5, 3, 40, 17])
+    extra = torch.zeros((4, 16), dtype=ids.dtype)
+    part = mask_tokens(
+        torch.cat([ids[order], extra], 1),
+        torch.cat([attention[order], extra.bool()], 1),
+        keys[order],
+        tables,
+        settings,
+    )
+    length = ids.shape[1]
+    assert torch.equal(part.input_ids[:, :length], full.input_ids[order])
+    # another epoch gives another mask
+    other = mask_tokens(ids, attention, sequence_keys(1234, 1, torch.arange(64)), tables, settings)
+    assert not torch.equal(other.masked, full.masked)
+
+
+def test_rows_without_maskable_tokens_get_no_mask() -> None:
+    ids = torch.tensor([[2, 3, 0, 0], [2, 7, 8, 3]])
+    attention = ids != 0
+    tables = MaskTables.build(VOCAB, SPECIAL, None, MASK_ID)
+    r = mask_tokens(ids, attention, sequence_keys(0, 0, torch.arange(2)), tables, MaskingSettings())
+    assert r.masked[0].sum() == 0 and r.masked[1].sum() == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_same_masks_on_gpu(batch) -> None:
+    ids, attention, keys, tables = batch
+    cpu = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="wwm"))
+    gpu = mask_tokens(
+        ids.cuda(), attention.cuda(), keys.cuda(), tables.to("cuda"), MaskingSettings(kind="wwm")
+    )
+    assert torch.equal(cpu.input_ids, gpu.input_ids.cpu())

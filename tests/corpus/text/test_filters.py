@@ -1,0 +1,179 @@
+"""Quality filters: each rule fires on text built to trip it, and only on that text."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clozeworks.corpus.text.filters import (
+    FILTERS,
+    C4Filter,
+    FineWebFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+    LanguageFilter,
+    LengthFilter,
+    apply_filters,
+    build_filters,
+    expand_names,
+    filter_params,
+)
+from clozeworks.corpus.text.filters.gopher import _word_ids, duplicate_ngram_chars, top_ngram_chars
+from clozeworks.corpus.text.filters.text import split_words, terminal_punctuation
+from clozeworks.schemas.errors import UsageError
+
+PROSE = (
+    "The river runs past the old mill and into the valley below the town.\n"
+    "Farmers bring their grain to the mill to have it ground into flour.\n"
+    "In the spring the water is high and the wheel turns quickly all day.\n"
+    "Children like to watch the wheel and throw sticks into the stream.\n"
+    "Most of the families in the valley have worked with the mill for years."
+)
+
+
+def reason(f, text):
+    result = f.filter(text)
+    return "kept" if result.keep else result.reason
+
+
+def test_c4_removes_lines_and_keeps_the_page() -> None:
+    text = (
+        "Welcome!\n"  # too few words
+        "Please enable JavaScript to view the comments on this page.\n"
+        "By using this site you agree to our terms of use and policies.\n"
+        "This line has no terminal punctuation at the end of it\n"
+        "Hurricanes form over warm ocean water near the equator.[1]\n"
+        "They draw energy from the heat released when water vapour condenses.\n"
+        "Strong winds can reach speeds of more than two hundred kilometres an hour.\n"
+        "Wait for it...\n"
+    )
+    result = C4Filter().filter(text)
+    assert result.keep
+    assert result.text == (
+        "Hurricanes form over warm ocean water near the equator.\n"
+        "They draw energy from the heat released when water vapour condenses.\n"
+        "Strong winds can reach speeds of more than two hundred kilometres an hour."
+    )
+
+
+def test_c4_page_rules() -> None:
+    assert (
+        reason(C4Filter(), PROSE + "\nLorem ipsum dolor sit amet, consectetur elit.")
+        == "lorem_ipsum"
+    )
+    assert (
+        reason(C4Filter(), PROSE + "\nThe function body is { return x; } as shown.")
+        == "curly_bracket"
+    )
+    assert reason(C4Filter(), "One sentence only, with enough words in it.") == "too_few_sentences"
+    assert (
+        reason(C4Filter(min_sentences=1), "One sentence only, with enough words in it.") == "kept"
+    )
+    long_word = "word " * 4 + "x" * 1001 + "."
+    assert C4Filter(min_sentences=0).filter(long_word).text == ""
+
+
+def _words(n: int, word: str = "water") -> str:
+    return " ".join([word] * n)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (PROSE, "kept"),
+        ("the and of to be " * 5, "too_few_words"),
+        ("the and " + "a b c d " * 20, "short_words"),
+        ("the and " + "internationalization " * 60, "long_words"),
+        (PROSE + " #" * 12, "hash_ratio"),
+        (PROSE + " ..." * 12, "ellipsis_ratio"),
+        ("\n".join("- " + line for line in PROSE.split("\n")), "bullet_lines"),
+        ("\n".join(line + " ..." for line in PROSE.split("\n")), "ellipsis_lines"),
+        (PROSE + " 1234 5678" * 20, "alpha_words"),
+        (_words(60, "water river valley"), "stop_words"),
+    ],
+)
+def test_gopher_quality_reasons(text, expected) -> None:
+    assert reason(GopherQualityFilter(), text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (PROSE, "kept"),
+        ("same paragraph here.\n\nsame paragraph here.\n\nother one.", "dup_para_frac"),
+        (PROSE + "\nlonger repeated line " * 1, "kept"),
+        (
+            "\n".join(["a line that repeats"] * 4 + ["one", "two", "three", "four"]),
+            "dup_line_frac",
+        ),
+        ("spam eggs " * 20 + PROSE, "top_2gram"),
+    ],
+)
+def test_gopher_repetition_reasons(text, expected) -> None:
+    assert reason(GopherRepetitionFilter(), text) == expected
+
+
+def test_repeated_ngram_counting_matches_a_plain_reading() -> None:
+    words = ["a", "b", "c", "d", "e", "a", "b", "c", "d", "e", "x", "a", "b", "c", "d", "e"]
+    ids, lengths = _word_ids(words)
+    # Top 2-gram "a b" occurs 3 times; with its space it covers 3 chars each.
+    assert top_ngram_chars(ids, lengths, 2) == 9
+    # 5-grams: "abcde" at 0 is new; the repeat at 5 counts 5 chars and jumps to 10;
+    # positions 10.. give "xabcd" (new) then "abcde" at 11 (seen) -> 5 more.
+    assert duplicate_ngram_chars(ids, lengths, 5, float("inf")) == 10
+
+
+def test_fineweb_reasons() -> None:
+    f = FineWebFilter()
+    assert reason(f, PROSE) == "kept"
+    assert reason(f, PROSE.replace(".", "")) == "line_punct_ratio"
+    assert (
+        reason(f, "\n".join(["Short line."] * 2 + [f"Item {i}." for i in range(8)]))
+        == "short_line_ratio"
+    )
+    assert reason(f, PROSE + "\n" + PROSE.split("\n")[0]) == "char_dup_ratio"
+    listy = "\n".join(f"Item {i}." for i in range(30))
+    assert reason(FineWebFilter(max_short_lines_ratio=1.0), listy) == "list_ratio"
+    assert "。" in terminal_punctuation() and "?" in terminal_punctuation()
+
+
+def test_language_filter_with_the_bundled_langid_model() -> None:
+    pytest.importorskip("py3langid")
+    f = LanguageFilter()
+    assert reason(f, PROSE) == "kept"
+    german = "Der Fluss fließt an der alten Mühle vorbei und hinunter ins Tal unter der Stadt."
+    assert reason(f, german) == "other_language"
+    assert reason(LanguageFilter(languages="en,de"), german) == "kept"
+    with pytest.raises(UsageError, match="unknown language backend"):
+        LanguageFilter(backend="nope").check()
+
+
+def test_apply_filters_prefixes_reasons_and_passes_text_on() -> None:
+    filters = build_filters(["c4", "length"], {"length": {"min_chars": 10_000}})
+    assert apply_filters(PROSE, filters).reason == "length.too_short"
+    assert apply_filters("x", [LengthFilter()]).keep
+
+
+def test_registry_flags_and_aliases() -> None:
+    assert expand_names(["gopher", "c4", "gopher-quality"]) == [
+        "gopher-quality",
+        "gopher-repetition",
+        "c4",
+    ]
+    with pytest.raises(ValueError, match="unknown filter 'nope'"):
+        expand_names(["nope"])
+    flags = [p.flag for name in FILTERS for p in filter_params(name)]
+    assert len(flags) == len(set(flags))
+    assert "min-chars" in flags and "c4-min-words-per-line" in flags
+    c4 = {p.field: p for p in filter_params("c4")}
+    assert c4["min_sentences"].default == 3 and c4["curly_bracket"].type is bool
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab .!?#…-•{\n\t1é"), max_size=300))
+def test_every_filter_answers_any_text(text) -> None:
+    for name in FILTERS:
+        if name == "language":
+            continue
+        result = FILTERS[name]().filter(text)
+        assert result.keep or result.reason
+    assert split_words(text) == split_words(text)

@@ -1,0 +1,50 @@
+"""Normalization and sentence splitting."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from clozeworks.corpus.dedup.exact import choose_kept, exact_key
+from clozeworks.corpus.text.normalize import normalize_text
+from clozeworks.corpus.text.sentences import split_sentences
+
+
+def test_normalize_collapses_spaces_keeps_lines() -> None:
+    text = "  Caf\u0065\u0301  au\t\tlait\r\nsecond\x00 line\n\n\n\nnext para \u200b"
+    assert normalize_text(text) == "Caf\u00e9 au lait\nsecond line\n\nnext para \u200b".strip()
+
+
+def test_nfkc_folds_compatibility_forms() -> None:
+    assert normalize_text("ﬁne ２", "NFKC") == "fine 2"
+    assert normalize_text("ﬁne", "NFC") == "ﬁne"
+
+
+@given(st.text())
+def test_normalize_is_idempotent(text: str) -> None:
+    once = normalize_text(text)
+    assert normalize_text(once) == once
+
+
+def test_exact_key_ignores_case_and_spacing() -> None:
+    assert exact_key("Hello  World\n") == exact_key("hello world")
+    assert exact_key("hello world") != exact_key("hello, world")
+    assert choose_kept(["b#2", "a#9", "b#1"]) == "a#9"
+
+
+def test_sentences_respect_abbreviations_decimals_initials_and_quotes() -> None:
+    text = (
+        "Dr. Smith paid $3.50 for it. J. R. R. Tolkien wrote it, e.g. in 1937. "
+        '"Is it done?" she asked. Yes! It is.\n\nA new paragraph'
+    )
+    assert split_sentences(text) == [
+        "Dr. Smith paid $3.50 for it.",
+        "J. R. R. Tolkien wrote it, e.g. in 1937.",
+        '"Is it done?" she asked.',
+        "Yes!",
+        "It is.",
+        "A new paragraph",
+    ]
+
+
+@given(st.text(alphabet=st.sampled_from('ab. ?!"\nXY1'), max_size=200))
+def test_sentence_split_keeps_every_word(text: str) -> None:
+    assert " ".join(split_sentences(text)).split() == text.split()

@@ -1,0 +1,34 @@
+"""Held-out statistics on a vocabulary small enough to count by hand."""
+
+import pytest
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+from clozeworks.corpus.vocab.stats import heldout_stats
+
+
+def tiny() -> Tokenizer:
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s", "."]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.add_special_tokens(vocab[:5])
+    return tok
+
+
+def test_counts_rates_and_vocabulary_use() -> None:
+    # "the cats sat." -> the cat ##s sat .   (3 words, 5 tokens, 13 chars)
+    # "a dog"         -> [UNK] [UNK]          (2 words, 2 tokens, 5 chars)
+    stats = heldout_stats(tiny(), [["the cats sat."], ["a dog"]], unk_id=1, special_ids=range(5))
+    assert stats["documents"] == 2 and stats["words"] == 5 and stats["chars"] == 18
+    assert stats["tokens"] == 7 and stats["unk_tokens"] == 2
+    assert stats["unk_rate"] == pytest.approx(2 / 7, abs=1e-6)
+    assert stats["tokens_per_word"] == pytest.approx(7 / 5)
+    assert stats["chars_per_token"] == pytest.approx(18 / 7, abs=1e-6)
+    # the, cat, ##s, sat, "." of the 5 regular entries; [UNK] does not count as use.
+    assert stats["vocab_used"] == 5 and stats["vocab_used_share"] == 1.0
+
+
+def test_nothing_held_out_gives_no_rates() -> None:
+    stats = heldout_stats(tiny(), [], unk_id=1, special_ids=range(5))
+    assert stats["tokens"] == 0 and stats["unk_rate"] is None
+    assert stats["tokens_per_word"] is None and stats["vocab_used_share"] == 0.0

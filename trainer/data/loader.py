@@ -1,0 +1,405 @@
+"""The streaming loader: shards -> shuffled, padded, dynamically masked batches.
+
+```python
+from clozeworks.trainer.data import ShardDataset, MaskingConfig
+ds = ShardDataset("shards/", batch_size=64, seed=0, masking=MaskingConfig(kind="token"),
+                  rank=0, world_size=1)
+loader = ds.loader(num_workers=2)
+for batch in loader: ...          # one epoch; the next `for` continues with the next epoch
+state = loader.state_dict(); loader.load_state_dict(state)
+```
+
+Batches are dicts of tensors named as Hugging Face models take them (`input_ids`,
+`attention_mask`, `token_type_ids`, `labels`, and `next_sentence_label` or
+`sentence_order_label` in pair modes), plus the SBO / WSO fields when asked for
+(`trainer.data.masking`). Which sequences form which batch is `trainer.data.plan`'s arithmetic:
+every rank gets the same number of batches, and the batch sequence does not depend on the
+number of workers, so a loader resumes exactly with 0, 2 or 3 workers. Masks come from
+`corpus.shards.masking` keyed by (seed, epoch, global sequence index).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from clozeworks.corpus.shards.blocks import ShardFormatError
+from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.collate import collate
+from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
+from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout
+from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
+from clozeworks.trainer.data.source import Source, mask_tables, resolve_source
+from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
+
+MaskingConfig = MaskingSettings
+
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
+STATE_VERSION = 1
+
+
+class ShardSkippedWarning(UserWarning):
+    """A damaged shard was skipped (`on_error="skip"`); issued once per shard."""
+
+
+class ShardDataset:
+    """A shard set as seen by one rank. See the module docstring.
+
+    source: a shard directory, its URL, or a list of shard paths / URLs / `pipe:` commands
+        (with `manifest=` for pipes). rank / world_size default to torch.distributed's.
+    masking: dynamic masking of unmasked shards (pre-masked shards pass through unchanged).
+    objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes.
+    tokenizer / tokenizer_sha256: the tokenizer the run uses; refused unless it is the one
+        the shards were encoded with. Word-level masking needs the tokenizer (the copy
+        shipped with the shards is used when none is given).
+    verify: check each shard's sha256 before its first use. on_error: "raise" a
+        ShardFormatError naming shard and byte offset, or "skip" (one warning per shard,
+        counted in the loader's `counters`; the damaged places are filled from other
+        shards so that every rank still yields the same number of batches).
+    streams: read ranges per rank; the batch order depends on it, not on num_workers.
+    length_bucketing: batch sequences of similar length together (within a shuffle window).
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        batch_size: int,
+        seed: int = 0,
+        masking: MaskingSettings | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        shuffle_buffer: int = 8192,
+        tokenizer_sha256: str | None = None,
+        *,
+        tokenizer: str | Path | None = None,
+        manifest: str | Path | None = None,
+        objectives: Sequence[str] = ("mlm",),
+        verify: bool = False,
+        on_error: str = "raise",
+        streams: int = DEFAULT_STREAMS,
+        length_bucketing: bool = False,
+        wso_prob: float = WSO_PROB,
+    ) -> None:
+        if batch_size < 1:
+            raise UsageError(f"batch size must be >= 1, got {batch_size}")
+        if streams < 1 or shuffle_buffer < 1:
+            raise UsageError("streams and shuffle_buffer must be >= 1")
+        if on_error not in ON_ERROR:
+            raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
+        unknown = sorted(set(objectives) - set(OBJECTIVES))
+        if unknown:
+            raise UsageError(f"unknown objective(s) {', '.join(unknown)}; known: {OBJECTIVES}")
+        self.rank, self.world_size = _rank_and_world(rank, world_size)
+        self.shards = resolve_source(source, manifest)
+        self.manifest = self.shards.manifest
+        self.source = self.shards.location
+        self.batch_size = batch_size
+        self.seed = seed
+        self.masking = masking or MaskingSettings()
+        self.verify = verify
+        self.on_error = on_error
+        self.objectives = tuple(objectives)
+        self._check_objectives()
+        self.layout = Layout.build(
+            self.shards.sizes,
+            batch_size,
+            self.world_size,
+            streams,
+            shuffle_buffer,
+            length_bucketing,
+        )
+        self.masker: BatchMasker | None = None
+        if self.manifest.premask is None:
+            tables = mask_tables(
+                self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token"
+            )
+            self.masker = BatchMasker(
+                tables,
+                self.masking,
+                sbo="sbo" in self.objectives,
+                wso_prob=wso_prob if "wso" in self.objectives else None,
+            )
+        elif tokenizer is not None or tokenizer_sha256 is not None:
+            mask_tables(self.shards, tokenizer, tokenizer_sha256, False)  # fingerprint check
+
+    def _check_objectives(self) -> None:
+        man = self.manifest
+        for name in ("nsp", "sop", "sso"):
+            if name in self.objectives and man.mode != name:
+                raise UsageError(
+                    f"objective {name} needs shards built with --mode {name}; "
+                    f"{self.source} holds {man.mode}"
+                )
+        if man.premask is not None and {"sbo", "wso"} & set(self.objectives):
+            raise UsageError(
+                f"{self.source} is pre-masked; sbo and wso need dynamic masking "
+                "(build the shards without --premask)"
+            )
+
+    def loader(
+        self,
+        num_workers: int = 0,
+        mask_device: torch.device | str | None = None,
+        pin_memory: bool = False,
+        prefetch_factor: int = 2,
+    ) -> ShardLoader:
+        """An iterable of batches. With `mask_device`, workers send unmasked batches and
+        masking runs on that device in the training process (same function, same masks)."""
+        if num_workers < 0:
+            raise UsageError(f"num_workers must be >= 0, got {num_workers}")
+        if num_workers > 1 and self.layout.streams % num_workers:
+            warnings.warn(
+                f"{num_workers} workers do not divide the loader's {self.layout.streams} "
+                "read streams: batches are the same, but workers read more than they use",
+                stacklevel=2,
+            )
+        return ShardLoader(self, num_workers, mask_device, pin_memory, prefetch_factor)
+
+    def batches_per_epoch(self) -> int:
+        """Batches every rank yields per epoch (the same on every rank)."""
+        return self.layout.batches_per_rank()
+
+    def plan(self, epoch: int) -> EpochPlan:
+        return EpochPlan(self.layout, self.seed, epoch, self.rank)
+
+
+def _rank_and_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    dist = torch.distributed
+    if world_size is None:
+        world_size = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if rank is None:
+        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise UsageError(f"rank {rank} does not fit world size {world_size}")
+    return rank, world_size
+
+
+def _identity(message: Any) -> Any:
+    return message
+
+
+class _EpochBatches(IterableDataset[Bundle | list[Item]]):
+    """Batches start, start+1, ... of one epoch; worker w of n makes every n-th of them and
+    sends them in bundles (`trainer.data.transport`); in the calling process, one by one."""
+
+    def __init__(
+        self, dataset: ShardDataset, epoch: int, start: int, knowledge: Knowledge, mask: bool
+    ) -> None:
+        self.dataset = dataset
+        self.epoch = epoch
+        self.start = start
+        self.knowledge = knowledge
+        self.mask = mask
+
+    def __iter__(self) -> Iterator[Bundle | list[Item]]:
+        info = get_worker_info()
+        if info is None:
+            for item in self._items(0, 1):
+                yield [item]
+            return
+        per_message = max(1, SEQUENCES_PER_MESSAGE // self.dataset.batch_size)
+        bundle: list[Item] = []
+        for item in self._items(info.id, info.num_workers):
+            bundle.append(item)
+            if len(bundle) == per_message or item.error is not None:
+                yield pack(bundle)
+                bundle = []
+        if bundle:
+            yield pack(bundle)
+
+    def _items(self, worker: int, workers: int) -> Iterator[Item]:
+        ds = self.dataset
+        plan = ds.plan(self.epoch)
+        reader = EpochReader(ds.shards, plan, self.knowledge, ds.verify, ds.on_error)
+        pad, mode = ds.manifest.special_tokens["pad"], ds.manifest.mode
+        try:
+            for j in range(self.start + worker, plan.batches, workers):
+                try:
+                    pool, sel = reader.batch(j)
+                except ShardFormatError as err:
+                    yield Item(j, events=_take(reader.events), error=err)
+                    return
+                batch = collate(pool, sel, pad, mode)
+                keys = None
+                if ds.masker is not None:
+                    assert pool.keys is not None
+                    keys = torch.from_numpy(pool.keys[sel])
+                    if self.mask:
+                        ds.masker(batch, keys)
+                        keys = None
+                substituted = int(pool.substituted[sel].sum())
+                yield Item(j, batch, keys, _take(reader.events), substituted)
+        finally:
+            reader.close()
+
+
+def _take(events: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    out = list(events)
+    events.clear()
+    return out
+
+
+class ShardLoader:
+    """Iterates one epoch per `for`; `state_dict()` says where the next batch comes from.
+
+    The state is the same on every rank (all ranks are at the same batch), so a checkpoint
+    written by rank 0 resumes every rank.
+    """
+
+    def __init__(
+        self,
+        dataset: ShardDataset,
+        num_workers: int = 0,
+        mask_device: torch.device | str | None = None,
+        pin_memory: bool = False,
+        prefetch_factor: int = 2,
+    ) -> None:
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.mask_device = None if mask_device is None else torch.device(mask_device)
+        self.pin_memory = pin_memory
+        self.prefetch_factor = prefetch_factor
+        self.epoch = 0
+        self.batches = 0  # batches already yielded in the current epoch
+        self.knowledge = Knowledge()
+        self._reported: set[tuple[str, str]] = set()
+        self.counters = {"damaged_shards": 0, "substituted_sequences": 0, "verified_shards": 0}
+
+    def __len__(self) -> int:
+        return self.dataset.batches_per_epoch()
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        ds = self.dataset
+        if ds.batches_per_epoch() == 0:  # an empty epoch forever would hang a training loop
+            raise UsageError(
+                f"{ds.source}: {ds.layout.sequences} sequences do not fill one batch of "
+                f"{ds.batch_size} on each of {ds.world_size} rank(s)"
+            )
+        if self.batches >= ds.batches_per_epoch():
+            self.epoch, self.batches = self.epoch + 1, 0
+        epoch = self.epoch
+        mask_here = self.mask_device is not None
+        source = _EpochBatches(ds, epoch, self.batches, self.knowledge, mask=not mask_here)
+        bundles: Iterator[Bundle | list[Item]]
+        if self.num_workers == 0:
+            bundles = iter(source)
+        else:
+            bundles = iter(
+                DataLoader(
+                    source,
+                    batch_size=None,
+                    num_workers=self.num_workers,
+                    collate_fn=_identity,
+                    pin_memory=self.pin_memory,
+                    prefetch_factor=self.prefetch_factor,
+                )
+            )
+        # Workers' bundles arrive round robin; batches leave in the epoch's order.
+        pending: dict[int, Item] = {}
+        try:
+            for message in bundles:
+                items = unpack(message) if isinstance(message, Bundle) else message
+                pending.update((item.j, item) for item in items)
+                while self.batches in pending:
+                    item = pending.pop(self.batches)
+                    self._absorb(item)
+                    batch = item.batch
+                    if self.mask_device is not None:
+                        batch = {
+                            k: v.to(self.mask_device, non_blocking=True) for k, v in batch.items()
+                        }
+                        if item.keys is not None and ds.masker is not None:
+                            ds.masker(batch, item.keys)
+                    self.batches += 1
+                    yield batch
+        finally:
+            close = getattr(bundles, "close", None)
+            if close is not None:
+                close()
+            del bundles
+        if pending or self.batches != ds.batches_per_epoch():
+            raise RuntimeError(
+                f"loader ended epoch {epoch} at batch {self.batches} of {ds.batches_per_epoch()}"
+            )  # a bug, not bad input
+        self.epoch, self.batches = epoch + 1, 0
+
+    def _absorb(self, item: Item) -> None:
+        # Several workers may report the same shard; count and warn once.
+        for kind, name, detail in item.events:
+            if (kind, name) in self._reported:
+                continue
+            self._reported.add((kind, name))
+            if kind == "verified":
+                self.knowledge.verified.add(name)
+                self.counters["verified_shards"] += 1
+            elif kind == "damaged":
+                self.knowledge.damage.setdefault(name, detail)
+                self.counters["damaged_shards"] += 1
+                warnings.warn(
+                    ShardSkippedWarning(
+                        f"{detail.message}; skipping the damaged part (on_error='skip'), "
+                        "its places are filled from other shards"
+                    ),
+                    stacklevel=3,
+                )
+        self.counters["substituted_sequences"] += item.substituted
+        if item.error is not None:
+            raise item.error
+
+    def state_dict(self) -> dict[str, Any]:
+        ds = self.dataset
+        return {
+            "version": STATE_VERSION,
+            "epoch": self.epoch,
+            "batches": self.batches,
+            "seed": ds.seed,
+            "layout": ds.layout.to_dict(),
+            "counters": dict(self.counters),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume where `state` was taken. Mid-epoch, the settings that decide the batch
+        order (shards, batch size, world size, streams, shuffle window, bucketing) must be
+        the ones the state was saved with, or this raises UsageError; at an epoch boundary
+        any settings resume exactly. The number of workers never matters."""
+        ds = self.dataset
+        if state.get("seed") != ds.seed:
+            raise UsageError(
+                f"loader state was saved with seed {state.get('seed')}, this run uses {ds.seed}"
+            )
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        saved = state.get("layout")
+        current = ds.layout.to_dict()
+        if batches > 0 and saved != current:
+            if saved is not None and batches >= _batches_of(saved):
+                epoch, batches = epoch + 1, 0  # saved after the last batch of an epoch
+            else:
+                raise UsageError(_layout_mismatch(saved, current, epoch, batches))
+        self.epoch, self.batches = epoch, batches
+        self.counters.update(state.get("counters", {}))
+
+
+def _batches_of(layout: dict[str, Any]) -> int:
+    per_rank = int(layout["sequences"]) // int(layout["world_size"])
+    return per_rank // int(layout["batch_size"])
+
+
+def _layout_mismatch(
+    saved: dict[str, Any] | None, current: dict[str, Any], epoch: int, batches: int
+) -> str:
+    if saved is None:
+        diff = "it was saved by an older loader"
+    else:
+        diff = ", ".join(
+            f"{k} {saved.get(k)} -> {v}" for k, v in current.items() if saved.get(k) != v
+        )
+    return (
+        f"cannot resume {batches} batches into epoch {epoch} exactly: {diff}. Resume with "
+        "the same settings, or from a checkpoint taken at an epoch boundary"
+    )

@@ -1,0 +1,196 @@
+"""Where shards come from: a directory, a URL, or a list of paths, URLs and `pipe:` commands.
+
+`resolve_source` reads and checks the manifest (format version, tokenizer fingerprint) and
+returns a `ShardSet`: every shard the run will read, with its URL, what the manifest
+promises about it, and the global index of its first sequence (its place in the
+manifest's order, so masks do not change when a subset of shards is read).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from clozeworks.corpus.shards.masking import MaskTables
+from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, read_url, shard_index
+from clozeworks.corpus.vocab.train import tokenizer_kind, word_start_table
+from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
+from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
+from clozeworks.schemas.special_tokens import special_tokens_for
+
+TOKENIZER_JSON = "tokenizer.json"
+
+Source = str | Path | Sequence[str | Path]
+
+
+@dataclass(frozen=True)
+class ShardSet:
+    manifest: Manifest
+    location: str  # for messages
+    urls: tuple[str, ...]  # one per shard read, in manifest order
+    specs: tuple[ShardSpec, ...]
+    first_index: tuple[int, ...]  # global index of each shard's first sequence
+    tokenizer_url: str | None  # tokenizer.json shipped with the shards, if any
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(s.sequences for s in self.specs)
+
+
+def resolve_source(source: Source, manifest: str | Path | None = None) -> ShardSet:
+    """Resolve `source` into a ShardSet. BadInputError naming the place on any problem.
+
+    - a local directory or a URL of one (`s3://bucket/shards`): its manifest.json, every
+      shard in it;
+    - a list of shard paths, URLs or `pipe:` commands (a string with `{000000..000009}`
+      braces is expanded, as webdataset does): those shards only; the manifest is
+      `manifest` if given, else manifest.json beside the first entry.
+    """
+    if isinstance(source, str | Path) and "{" not in str(source):
+        base = str(source).rstrip("/")
+        man = _read_manifest(f"{base}/{MANIFEST_FILE}", directory=base)
+        urls = {s.name: f"{base}/{s.name}" for s in man.shards}
+        return _shard_set(man, base, urls, f"{base}/{TOKENIZER_DIR}/{TOKENIZER_JSON}")
+    entries = _expand(source)
+    if not entries:
+        raise UsageError("the list of shards is empty")
+    if manifest is None:
+        if entries[0].startswith("pipe:"):
+            raise UsageError("shards given as pipe: commands need manifest=PATH or URL")
+        manifest = posixpath.join(posixpath.dirname(entries[0]), MANIFEST_FILE)
+    man_url = str(manifest)
+    man = _read_manifest(man_url, directory=None)
+    known = {shard_index(s.name): s.name for s in man.shards}
+    urls: dict[str, str] = {}
+    for entry in entries:
+        try:
+            name = known.get(shard_index(entry))
+        except ValueError:
+            raise UsageError(f"{entry}: no shard-NNNNNN.tar in this entry") from None
+        if name is None:
+            raise BadInputError(f"{entry}: {man_url} lists no such shard")
+        if name in urls:
+            raise UsageError(f"{entry}: {name} is listed twice")
+        urls[name] = entry
+    tok = posixpath.join(posixpath.dirname(man_url), TOKENIZER_DIR, TOKENIZER_JSON)
+    return _shard_set(man, man_url, urls, None if man_url.startswith("pipe:") else tok)
+
+
+def _expand(source: Source) -> list[str]:
+    items = [source] if isinstance(source, str | Path) else list(source)
+    out: list[str] = []
+    for item in items:
+        text = str(item)
+        if "{" in text:
+            from braceexpand import braceexpand  # a webdataset dependency
+
+            out.extend(braceexpand(text))
+        else:
+            out.append(text)
+    return out
+
+
+def _read_manifest(url: str, directory: str | None) -> Manifest:
+    if directory is not None and is_local(directory) and not Path(local_path(directory)).is_dir():
+        raise BadInputError(f"{directory}: no such shard directory")
+    try:
+        text = read_url(url).decode("utf-8")
+    except OSError as err:
+        where = directory or url
+        raise BadInputError(
+            f"{where}: cannot read {MANIFEST_FILE} ({err}); without it this is not a finished "
+            "shard set (the build was interrupted or this is the wrong place)"
+        ) from None
+    except UnicodeDecodeError:
+        raise BadInputError(f"{url}: not a text manifest") from None
+    try:
+        return Manifest.from_json(text, source=url)
+    except SchemaError as err:
+        raise BadInputError(str(err)) from None
+
+
+def _shard_set(
+    man: Manifest, location: str, urls: dict[str, str], tokenizer_url: str | None
+) -> ShardSet:
+    starts = np.concatenate([[0], np.cumsum([s.sequences for s in man.shards])])
+    chosen = [(i, s) for i, s in enumerate(man.shards) if s.name in urls]
+    return ShardSet(
+        manifest=man,
+        location=location,
+        urls=tuple(urls[s.name] for _, s in chosen),
+        specs=tuple(ShardSpec.from_manifest(man, s) for _, s in chosen),
+        first_index=tuple(int(starts[i]) for i, _ in chosen),
+        tokenizer_url=tokenizer_url,
+    )
+
+
+def mask_tables(
+    shards: ShardSet,
+    tokenizer: str | Path | None,
+    tokenizer_sha256: str | None,
+    needs_words: bool,
+) -> MaskTables:
+    """The masking tables for the shards' vocabulary, after checking fingerprints.
+
+    The tokenizer is `tokenizer` (a directory or tokenizer.json) if given, else the copy
+    shipped with the shards. Its sha256 must equal the manifest's, and so must
+    `tokenizer_sha256` when given. Word starts (for wwm, span, ngram) need a tokenizer.
+    """
+    man = shards.manifest
+    if tokenizer_sha256 is not None and tokenizer_sha256 != man.tokenizer_sha256:
+        raise BadInputError(
+            f"{shards.location}: shards were encoded with a different tokenizer "
+            f"({man.tokenizer_sha256[:12]} in the manifest, the run uses {tokenizer_sha256[:12]})"
+        )
+    data, where = _tokenizer_json(shards, tokenizer)
+    special = set(man.special_tokens.values())
+    word_start = None
+    if data is not None:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != man.tokenizer_sha256:
+            raise BadInputError(
+                f"{where}: this tokenizer ({digest[:12]}) is not the one the shards were "
+                f"encoded with ({man.tokenizer_sha256[:12]})"
+            )
+        tok, word_start, added = _tokenizer_facts(data, where)
+        special |= added
+        if tok.get_vocab_size(with_added_tokens=True) != man.vocab_size:
+            raise BadInputError(f"{where}: vocabulary size differs from the manifest's")
+    elif needs_words:
+        raise BadInputError(
+            f"{shards.location}: whole-word, span and n-gram masking need the tokenizer to "
+            "find word starts; none ships with these shards, so pass tokenizer=DIR"
+        )
+    return MaskTables.build(man.vocab_size, sorted(special), word_start, man.special_tokens["mask"])
+
+
+def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[bytes | None, str]:
+    if tokenizer is not None:
+        path = Path(tokenizer)
+        path = path / TOKENIZER_JSON if path.is_dir() else path
+        try:
+            return path.read_bytes(), str(path)
+        except OSError as err:
+            raise BadInputError(f"{path}: cannot read the tokenizer ({err.strerror})") from None
+    if shards.tokenizer_url is None:
+        return None, ""
+    try:
+        return read_url(shards.tokenizer_url), shards.tokenizer_url
+    except OSError:
+        return None, ""
+
+
+def _tokenizer_facts(data: bytes, where: str) -> tuple[Tokenizer, list[bool], set[int]]:
+    try:
+        tok = Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as err:  # tokenizers raises bare Exception subclasses on bad files
+        raise BadInputError(f"{where}: not a tokenizer ({err})") from None
+    table = word_start_table(tok, special_tokens_for(tokenizer_kind(tok)))
+    added = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
+    return tok, table, added
