@@ -1,29 +1,34 @@
-"""`corpus.shards.blocks.OutputFS` on Beam's FileSystems: shards go to local disk, gs://, s3://...
+"""`clozeworks.corpus.outputs.OutputFS` on Beam's FileSystems: local disk, gs://, s3://, ...
 
-On object stores a rename is a copy and a delete, so a shard appears under its final name
-only once it is complete, which is the guarantee the manifest relies on.
+Every pipeline writes through `BEAM_FS`, so a stage's output may be any filesystem Beam
+knows, on any runner.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import IO
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.outputs import OutputFS
 from clozeworks.schemas.errors import BadInputError
 
 
-class BeamFS:
-    def join(self, base: str, name: str) -> str:
-        return FileSystems.join(base, name)
+class BeamFS(OutputFS):
+    def join(self, base: str, *names: str) -> str:
+        return FileSystems.join(base, *names)
 
     def create(self, path: str) -> IO[bytes]:
         return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
-    def rename(self, src: str, dst: str) -> None:
-        FileSystems.rename([src], [dst])
+    def open(self, path: str) -> IO[bytes]:
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+    def rename(self, sources: Sequence[str], targets: Sequence[str]) -> None:
+        FileSystems.rename(list(sources), list(targets))
 
     def delete(self, paths: Sequence[str]) -> None:
         present = [p for p in paths if FileSystems.exists(p)]
@@ -33,24 +38,25 @@ class BeamFS:
     def exists(self, path: str) -> bool:
         return FileSystems.exists(path)
 
-    def listdir(self, directory: str) -> list[str]:
+    def match(self, pattern: str) -> list[str]:
         try:
-            matched = FileSystems.match([FileSystems.join(directory, "*")])[0].metadata_list
-        except Exception:  # a directory that does not exist lists nothing
+            return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        except Exception:  # a directory that does not exist matches nothing
             return []
-        prefix = FileSystems.join(directory, "")
-        names = [m.path[len(prefix) :] if m.path.startswith(prefix) else m.path for m in matched]
-        return sorted(n for n in names if n and "/" not in n)
 
     def mkdirs(self, directory: str) -> None:
-        scheme = FileSystems.get_scheme(directory)
-        if scheme in (None, "file"):
-            import os
-
+        if FileSystems.get_scheme(directory) in (None, "file"):
             if os.path.exists(directory) and not os.path.isdir(directory):
                 raise BadInputError(f"{directory}: exists and is not a directory")
             os.makedirs(directory, exist_ok=True)
         # Object stores have no directories to make.
+
+    def remove_tree(self, directory: str) -> None:
+        leftovers = self.match(self.join(directory, "**")) or self.match(self.join(directory, "*"))
+        if leftovers:
+            FileSystems.delete(leftovers)
+        if FileSystems.exists(directory):
+            FileSystems.delete([directory])
 
 
 BEAM_FS = BeamFS()

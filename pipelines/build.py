@@ -20,10 +20,10 @@ from typing import Any
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
+from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.clean import CleanConfig, run_clean
 from clozeworks.pipelines.dedup import DedupConfig, run_dedup
 from clozeworks.pipelines.documents_io import expand_inputs
-from clozeworks.pipelines.outputs import join, read_json, write_json
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 from clozeworks.schemas.documents import STATS_FILE
@@ -62,16 +62,19 @@ class BuildPaths:
     @classmethod
     def under(cls, root: str) -> BuildPaths:
         return cls(
-            join(root, "clean"), join(root, "docs"), join(root, "tokenizer"), join(root, "shards")
+            BEAM_FS.join(root, "clean"),
+            BEAM_FS.join(root, "docs"),
+            BEAM_FS.join(root, "tokenizer"),
+            BEAM_FS.join(root, "shards"),
         )
 
 
 def _sha256(path: str) -> str | None:
     """Hash of a file on any Beam filesystem, None if it is not there."""
-    if not FileSystems.exists(path):
+    if not BEAM_FS.exists(path):
         return None
     sha = hashlib.sha256()
-    with FileSystems.open(path) as f:
+    with BEAM_FS.open(path) as f:
         while data := f.read(1 << 20):
             sha.update(data)
     return sha.hexdigest()
@@ -94,10 +97,10 @@ class BuildRecord:
     """ROOT/build.json: what each finished stage was made from."""
 
     def __init__(self, root: str) -> None:
-        self.path = join(root, BUILD_FILE)
+        self.path = BEAM_FS.join(root, BUILD_FILE)
         self.stages: dict[str, dict[str, Any]] = {}
-        if FileSystems.exists(self.path):
-            data = read_json(self.path)
+        if BEAM_FS.exists(self.path):
+            data = BEAM_FS.read_json(self.path)
             if isinstance(data, dict) and data.get("version") == BUILD_VERSION:
                 self.stages = dict(data.get("stages", {}))
 
@@ -125,7 +128,7 @@ class BuildRecord:
         self._save()
 
     def _save(self) -> None:
-        write_json(self.path, {"version": BUILD_VERSION, "stages": self.stages})
+        BEAM_FS.write_json(self.path, {"version": BUILD_VERSION, "stages": self.stages})
 
 
 def _shard_config(config: BuildConfig, paths: BuildPaths) -> ShardConfig:
@@ -164,7 +167,7 @@ def run_build(
 
     clean = CleanConfig(inputs=config.inputs, output=paths.clean, **config.clean)
     clean_settings = _settings(clean, "output")
-    clean_marker = join(paths.clean, STATS_FILE)
+    clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
     raw = inputs_fingerprint(config.inputs)
     if stage("clean", clean_settings, raw, clean_marker):
         stats = run_clean(clean, beam_argv)
@@ -176,7 +179,7 @@ def run_build(
 
     dedup = DedupConfig(input=paths.clean, output=paths.docs, **config.dedup)
     dedup_settings = _settings(dedup, "input", "output")
-    docs_marker = join(paths.docs, STATS_FILE)
+    docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
     upstream = _sha256(clean_marker) or ""
     if stage("dedup", dedup_settings, upstream, docs_marker):
         stats = run_dedup(dedup, beam_argv)
@@ -190,7 +193,7 @@ def run_build(
         sample_docs=config.vocab_sample_docs,
     )
     vocab_settings = _settings(vocab, "input", "output")
-    tokenizer_marker = join(paths.tokenizer, TOKENIZER_FILE)
+    tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)
     upstream = _sha256(docs_marker) or ""
     if stage("vocab", vocab_settings, upstream, tokenizer_marker):
         stats = run_vocab(vocab, beam_argv)
@@ -199,7 +202,7 @@ def run_build(
 
     shard = _shard_config(config, paths)
     shard_settings = _settings(shard, "input", "tokenizer", "output")
-    manifest_path = join(paths.shards, MANIFEST_FILE)
+    manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
     upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
     if stage("shard", shard_settings, upstream, manifest_path):
         manifest = run_shard(shard, beam_argv)
@@ -209,6 +212,6 @@ def run_build(
             f"{len(manifest.shards)} shards -> {paths.shards}"
         )
     else:
-        with FileSystems.open(manifest_path) as f:
+        with BEAM_FS.open(manifest_path) as f:
             manifest = Manifest.from_json(f.read().decode("utf-8"), source=manifest_path)
     return paths, manifest

@@ -18,6 +18,7 @@ from clozeworks.corpus.text.readers import (
     RawDocument,
     Rejected,
 )
+from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import (
     ReadRawDocuments,
@@ -26,7 +27,6 @@ from clozeworks.pipelines.documents_io import (
     to_row,
 )
 from clozeworks.pipelines.options import pipeline_options
-from clozeworks.pipelines.outputs import commit, join, new_staging_dir, remove_dir
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import UsageError
 
@@ -127,7 +127,7 @@ class WriteRejects(beam.PTransform):
 
     def expand(self, lines: Any) -> Any:
         return lines | "WriteJsonLines" >> beam.io.WriteToText(
-            join(self.staging, "rejects"),
+            BEAM_FS.join(self.staging, "rejects"),
             file_name_suffix=".jsonl.gz",
             shard_name_template="-SSSSS-of-NNNNN",
         )
@@ -193,15 +193,15 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
         raise UsageError(str(err)) from None
     _check(config, filters)
     files = expand_inputs(config.inputs)
-    staging = new_staging_dir(config.output)
-    rejects_staging = new_staging_dir(config.rejects) if config.rejects else None
+    staging = BEAM_FS.new_staging_dir(config.output)
+    rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
     try:
         with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
             build_clean(p, config, files, filters, staging, rejects_staging)
     except BaseException:
-        remove_dir(staging)
+        BEAM_FS.remove_tree(staging)
         if rejects_staging:
-            remove_dir(rejects_staging)
+            BEAM_FS.remove_tree(rejects_staging)
         raise
     counts = _zero_defaults(read_counters(p.result))
     stats = {
@@ -215,8 +215,8 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     }
     if rejects_staging and config.rejects:
         dropped = {k: v for k, v in counts.items() if k.startswith("dropped.")}
-        commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
-    commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
+        BEAM_FS.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
+    BEAM_FS.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
 
 

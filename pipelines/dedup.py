@@ -24,12 +24,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_rank, too_few_sentences
 from clozeworks.corpus.dedup.minhash import optimal_param
+from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from clozeworks.pipelines.options import pipeline_options
-from clozeworks.pipelines.outputs import commit, join, new_staging_dir, read_json, remove_dir
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, UsageError
 
@@ -190,7 +190,8 @@ class ClusterReport(beam.PTransform):
             | "SizeFirst" >> beam.Map(_cluster_size)
             | "Largest" >> beam.combiners.Top.Of(TOP_CLUSTERS)
             | "TopAsJson" >> beam.Map(_as_json)
-            | "WriteTop" >> beam.io.WriteToText(join(self.staging, "_top", "top"), num_shards=1)
+            | "WriteTop"
+            >> beam.io.WriteToText(BEAM_FS.join(self.staging, "_top", "top"), num_shards=1)
         )
         if self.clusters_dir:
             members = assignment | "MemberRows" >> beam.FlatMap(_member_rows)
@@ -200,7 +201,7 @@ class ClusterReport(beam.PTransform):
                 | "AllMembers" >> beam.Flatten()
                 | "WriteClusters"
                 >> beam.io.WriteToParquet(
-                    join(self.clusters_dir, "clusters"),
+                    BEAM_FS.join(self.clusters_dir, "clusters"),
                     schema=CLUSTERS,
                     file_name_suffix=".parquet",
                     shard_name_template="-SSSSS-of-NNNNN",
@@ -364,16 +365,16 @@ def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
         raise UsageError("--output must differ from --input")
     settings = config.near_settings()
     upstream = read_store_stats(config.input)
-    staging = new_staging_dir(config.output)
-    clusters = new_staging_dir(config.emit_clusters) if config.emit_clusters else None
-    state = join(staging, "_cc", "round")
+    staging = BEAM_FS.new_staging_dir(config.output)
+    clusters = BEAM_FS.new_staging_dir(config.emit_clusters) if config.emit_clusters else None
+    state = BEAM_FS.join(staging, "_cc", "round")
     try:
         counters, rounds = _find_and_apply(config, settings, beam_argv, staging, clusters, state)
-        top = read_json(_only(join(staging, "_top", "top*")))
+        top = BEAM_FS.read_json(_only(BEAM_FS.join(staging, "_top", "top*")))
     except BaseException:
-        remove_dir(staging)
+        BEAM_FS.remove_tree(staging)
         if clusters:
-            remove_dir(clusters)
+            BEAM_FS.remove_tree(clusters)
         raise
     duplicates = counters.get("duplicates", 0)
     stats = {
@@ -394,8 +395,8 @@ def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     }
     if clusters and config.emit_clusters:
         summary = {"clusters": stats["clusters"], "largest_clusters": top}
-        commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)
-    commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
+        BEAM_FS.commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)
+    BEAM_FS.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
 
 
@@ -425,9 +426,9 @@ def _find_and_apply(
         if not read_counters(p.result).get("cc.unsettled", 0):
             break
     # The first pipeline's documents and clusters came from unfinished components.
-    _delete(join(staging, DOCS_GLOB), join(staging, "_top", "*"))
+    _delete(BEAM_FS.join(staging, DOCS_GLOB), BEAM_FS.join(staging, "_top", "*"))
     if clusters:
-        _delete(join(clusters, CLUSTERS_GLOB))
+        _delete(BEAM_FS.join(clusters, CLUSTERS_GLOB))
     with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
         build_apply(p, config, f"{state}-{rounds:04d}*", staging, clusters)
     applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}
@@ -436,9 +437,7 @@ def _find_and_apply(
 
 def _delete(*patterns: str) -> None:
     for pattern in patterns:
-        paths = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-        if paths:
-            FileSystems.delete(paths)
+        BEAM_FS.delete(BEAM_FS.match(pattern))
 
 
 def _only(pattern: str) -> str:

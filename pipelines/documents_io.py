@@ -14,7 +14,6 @@ from typing import IO, Any
 
 import apache_beam as beam
 import zstandard
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.text.readers import (
@@ -34,8 +33,8 @@ from clozeworks.corpus.text.readers import (
     read_task,
     with_bases,
 )
+from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.outputs import join
 from clozeworks.schemas.documents import (
     DOCS_GLOB,
     DOCS_SHARD_TEMPLATE,
@@ -59,7 +58,7 @@ def expand_inputs(patterns: Sequence[str]) -> list[str]:
             matched = _match(pattern)
         else:
             # A directory (local or an object-store prefix) is read recursively.
-            matched = _match(join(pattern.rstrip("/"), "**")) or _match(pattern)
+            matched = _match(BEAM_FS.join(pattern.rstrip("/"), "**")) or _match(pattern)
         matched = [m for m in matched if not _hidden(m) and not os.path.isdir(m)]
         if not matched:
             raise BadInputError(f"{pattern}: no such file or directory (or nothing in it)")
@@ -87,7 +86,7 @@ def _file_size(path: str) -> int:
 
 def _open(path: str) -> Any:
     try:
-        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return BEAM_FS.open(path)
     except Exception as err:
         raise BadInputError(f"{path}: cannot open ({err})") from None
 
@@ -221,26 +220,28 @@ class ReadRawDocuments(beam.PTransform):
 
 def require_documents(directory: str) -> str:
     """The Parquet glob of a finished document store; BadInputError otherwise."""
-    if not FileSystems.exists(directory):
+    if not BEAM_FS.exists(directory):
         raise BadInputError(f"{directory}: no such document directory")
-    if not FileSystems.exists(join(directory, STATS_FILE)):
+    if not BEAM_FS.exists(BEAM_FS.join(directory, STATS_FILE)):
         raise BadInputError(
             f"{directory}: no {STATS_FILE}, so this is not a finished document store "
             "(run `cloze clean` into it, or the run was interrupted)"
         )
-    return join(directory, DOCS_GLOB)
+    return BEAM_FS.join(directory, DOCS_GLOB)
 
 
 def read_store_stats(directory: str) -> dict[str, Any]:
     """The stats.json of a finished document store; BadInputError if it is not one."""
     require_documents(directory)
-    with FileSystems.open(join(directory, STATS_FILE)) as f:
+    with BEAM_FS.open(BEAM_FS.join(directory, STATS_FILE)) as f:
         try:
             stats = json.loads(f.read().decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise BadInputError(f"{join(directory, STATS_FILE)}: not valid JSON ({err})") from None
+            raise BadInputError(
+                f"{BEAM_FS.join(directory, STATS_FILE)}: not valid JSON ({err})"
+            ) from None
     if not isinstance(stats, dict):
-        raise BadInputError(f"{join(directory, STATS_FILE)}: expected a JSON object")
+        raise BadInputError(f"{BEAM_FS.join(directory, STATS_FILE)}: expected a JSON object")
     return stats
 
 
@@ -260,7 +261,7 @@ def to_row(doc: RawDocument) -> dict[str, str]:
 
 
 class WriteDocuments(beam.PTransform):
-    """Dict rows -> Parquet part files under a staging directory (see pipelines.outputs)."""
+    """Dict rows -> Parquet part files under a staging directory (see OutputFS.commit)."""
 
     def __init__(self, staging: str) -> None:
         super().__init__()
@@ -268,7 +269,7 @@ class WriteDocuments(beam.PTransform):
 
     def expand(self, rows: Any) -> Any:
         return rows | "WriteParquet" >> beam.io.WriteToParquet(
-            join(self.staging, "part"),
+            BEAM_FS.join(self.staging, "part"),
             schema=DOCUMENT,
             file_name_suffix=DOCS_SUFFIX,
             shard_name_template=DOCS_SHARD_TEMPLATE,

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import (
@@ -36,7 +35,6 @@ from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import read_store_stats, require_documents
 from clozeworks.pipelines.options import pipeline_options
-from clozeworks.pipelines.outputs import remove_dir
 from clozeworks.pipelines.sequences import (
     PACKED_MODES,
     PAIR_MODES,
@@ -320,12 +318,12 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
             )
         infos = sorted(_read_infos(staging), key=lambda s: s.name)
     finally:
-        remove_dir(staging)
+        BEAM_FS.remove_tree(staging)
     counters = read_counters(p.result)
     if not infos:
         raise BadInputError(f"{config.input}: no text to make sequences from")
     tokenizer_dir = BEAM_FS.join(out, TOKENIZER_DIR)
-    remove_dir(tokenizer_dir)  # files of an earlier, different tokenizer must not linger
+    BEAM_FS.remove_tree(tokenizer_dir)  # files of an earlier, different tokenizer must not linger
     _copy_tokenizer(info, tokenizer_dir)
     manifest = Manifest(
         mode=config.mode,  # type: ignore[arg-type]
@@ -351,7 +349,7 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
 def _read_infos(directory: str) -> list[ShardInfo]:
     infos = []
     for name in BEAM_FS.listdir(directory):
-        with FileSystems.open(BEAM_FS.join(directory, name)) as f:
+        with BEAM_FS.open(BEAM_FS.join(directory, name)) as f:
             text = f.read().decode("utf-8")
         infos.extend(ShardInfo(**json.loads(line)) for line in text.splitlines() if line.strip())
     return infos

@@ -22,7 +22,6 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.vocab.alphabet import CharCounter
@@ -41,10 +40,10 @@ from clozeworks.corpus.vocab.sample import (
 )
 from clozeworks.corpus.vocab.stats import heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import require_documents
 from clozeworks.pipelines.options import is_local, pipeline_options
-from clozeworks.pipelines.outputs import join, new_staging_dir, remove_dir
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.special_tokens import special_tokens_for
 
@@ -148,7 +147,7 @@ class _WriteJson(beam.DoFn):
         self.path = path
 
     def process(self, data: Any) -> Iterator[str]:
-        with FileSystems.create(self.path) as f:
+        with BEAM_FS.create(self.path) as f:
             f.write(json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
         yield self.path
 
@@ -156,11 +155,11 @@ class _WriteJson(beam.DoFn):
 def store_totals(directory: str) -> tuple[int, int]:
     """(documents, approximate text bytes) of a document store, from Parquet footers."""
     pattern = require_documents(directory)
-    files = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    files = BEAM_FS.match(pattern)
     documents = text_bytes = 0
     for path in files:
         try:
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            with BEAM_FS.open(path) as f:
                 meta = pq.read_metadata(f)
         except Exception as err:
             raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
@@ -179,20 +178,13 @@ def _is_local(path: str) -> bool:
     return FileSystems.get_scheme(path) is None
 
 
-def _files(pattern: str) -> list[str]:
-    try:
-        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:
-        return []
-
-
 def _documents(pattern: str) -> Iterator[str]:
     """The texts of every Parquet file matching `pattern`, read through Beam's filesystems
     one row group (one batch of the store) at a time and handed on a few hundred at a time
     (`tokenizers` buffers 256 items ahead of its workers). Not `iter_batches`: it kept
     several row groups alive (+620 MB against +140 MB streaming a 550 MB sample)."""
-    for path in _files(pattern):
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    for path in BEAM_FS.match(pattern):
+        with BEAM_FS.open(path) as f:
             parquet = pq.ParquetFile(f)
             for group in range(parquet.num_row_groups):
                 texts = parquet.read_row_group(group, columns=["text"]).column(0)
@@ -233,8 +225,8 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
         sample_bytes=config.sample_bytes,
         heldout_docs=config.heldout_docs,
     )
-    existed = FileSystems.exists(config.output)
-    staging = new_staging_dir(config.output)
+    existed = BEAM_FS.exists(config.output)
+    staging = BEAM_FS.new_staging_dir(config.output)
     try:
         counters = _draw_samples(config, options, rates, staging)
         seconds["sample"], clock = _lap(clock)
@@ -245,23 +237,23 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
             )
         chars = None
         if config.vocab.kind == "wordpiece":
-            with FileSystems.open(join(staging, CHARS_FILE)) as f:
+            with BEAM_FS.open(BEAM_FS.join(staging, CHARS_FILE)) as f:
                 chars = json.loads(f.read().decode("utf-8"))
         tok = train_tokenizer(
-            _documents(join(staging, f"{SAMPLE_PREFIX}*")),
+            _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
             config.vocab,
             chars,
             show_progress=config.show_progress,
         )
         seconds["train"], clock = _lap(clock)
-        measured = _measure(tok, config.vocab, join(staging, f"{HELDOUT_PREFIX}*"))
+        measured = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
         seconds["measure"], clock = _lap(clock)
     except BaseException:
-        remove_dir(staging)
+        BEAM_FS.remove_tree(staging)
         if not existed:  # leave behind no empty output directory of ours
-            remove_dir(config.output)
+            BEAM_FS.remove_tree(config.output)
         raise
-    remove_dir(staging)
+    BEAM_FS.remove_tree(staging)
     stats: dict[str, Any] = {
         "version": STATS_VERSION,
         "kind": config.vocab.kind,
@@ -298,15 +290,15 @@ def _draw_samples(
         # Training-sample chunks (main) and held-out chunks (tagged).
         parts = tables | "Sample" >> SampleForVocab(rates)
         _ = parts.sample | "WriteSample" >> beam.io.WriteToParquetBatched(
-            join(staging, SAMPLE_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
+            BEAM_FS.join(staging, SAMPLE_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
         _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToParquetBatched(
-            join(staging, HELDOUT_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
+            BEAM_FS.join(staging, HELDOUT_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
         if config.vocab.kind == "wordpiece":
             # {character: count} over the training sample: the WordPiece alphabet's source.
             counts = parts.sample | "CountChars" >> CountChars()
-            _ = counts | "WriteChars" >> beam.ParDo(_WriteJson(join(staging, CHARS_FILE)))
+            _ = counts | "WriteChars" >> beam.ParDo(_WriteJson(BEAM_FS.join(staging, CHARS_FILE)))
     return read_counters(p.result)
 
 
@@ -339,9 +331,9 @@ def _upload(local: Path, output: str) -> None:
     """Copy a finished directory to a non-local `output`: the old tokenizer.json goes first
     and the new one comes last, so readers never take a mix for a tokenizer."""
     for name in (TOKENIZER_FILE, *DIRECTORY_FILES[1:]):
-        if FileSystems.exists(join(output, name)):
-            FileSystems.delete([join(output, name)])
+        if BEAM_FS.exists(BEAM_FS.join(output, name)):
+            BEAM_FS.delete([BEAM_FS.join(output, name)])
     names = sorted(p.name for p in local.iterdir() if p.name != TOKENIZER_FILE)
     for name in [*names, TOKENIZER_FILE]:
-        with FileSystems.create(join(output, name)) as f:
+        with BEAM_FS.create(BEAM_FS.join(output, name)) as f:
             f.write((local / name).read_bytes())

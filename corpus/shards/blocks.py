@@ -18,11 +18,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import numpy as np
 
-from clozeworks.schemas.errors import BadInputError, ClozeError
+from clozeworks.corpus.outputs import LOCAL, OutputFS
+from clozeworks.schemas.errors import ClozeError
 from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
 
 _SHARD_FILE = re.compile(r"^shard-\d{6}\.tar$")
@@ -190,50 +191,6 @@ def _check_block(block: Block, shard: str, key: str) -> None:
             raise bad("mlm_offsets, mlm_positions and mlm_labels disagree")
 
 
-class OutputFS(Protocol):
-    """Where shards and the manifest are written: the local disk (`LOCAL`) or, from a Beam
-    pipeline, any Beam filesystem (pipelines/beamfs.py). Paths are strings."""
-
-    def join(self, base: str, name: str) -> str: ...
-    def create(self, path: str) -> IO[bytes]: ...
-    def rename(self, src: str, dst: str) -> None: ...
-    def delete(self, paths: Sequence[str]) -> None: ...
-    def exists(self, path: str) -> bool: ...
-    def listdir(self, directory: str) -> list[str]: ...
-    def mkdirs(self, directory: str) -> None: ...
-
-
-class LocalFS:
-    """`OutputFS` on the local disk; `rename` is atomic (os.replace)."""
-
-    def join(self, base: str, name: str) -> str:
-        return os.path.join(base, name)
-
-    def create(self, path: str) -> IO[bytes]:
-        return open(path, "wb")
-
-    def rename(self, src: str, dst: str) -> None:
-        os.replace(src, dst)
-
-    def delete(self, paths: Sequence[str]) -> None:
-        for path in paths:
-            Path(path).unlink(missing_ok=True)
-
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path)
-
-    def listdir(self, directory: str) -> list[str]:
-        return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
-
-    def mkdirs(self, directory: str) -> None:
-        if os.path.exists(directory) and not os.path.isdir(directory):
-            raise BadInputError(f"{directory}: exists and is not a directory")
-        os.makedirs(directory, exist_ok=True)
-
-
-LOCAL = LocalFS()
-
-
 class ShardWriter:
     """Writes one shard to `directory` under a temporary name; `close()` renames it.
 
@@ -266,7 +223,7 @@ class ShardWriter:
     def close(self) -> ShardInfo:
         self._tar.close()
         self._file.close()
-        self.fs.rename(self._tmp, self.fs.join(self.directory, self.name))
+        self.fs.rename([self._tmp], [self.fs.join(self.directory, self.name)])
         return ShardInfo(
             name=self.name,
             sequences=self.sequences,
@@ -428,10 +385,7 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
 def write_manifest(directory: str | Path, manifest: Manifest, fs: OutputFS = LOCAL) -> str:
     """Write manifest.json atomically; call it after every shard is in place."""
     path = fs.join(str(directory), MANIFEST_FILE)
-    tmp = fs.join(str(directory), f".{MANIFEST_FILE}.{uuid.uuid4().hex}.tmp")
-    with fs.create(tmp) as f:
-        f.write(manifest.to_json().encode("utf-8"))
-    fs.rename(tmp, path)
+    fs.write_atomic(path, manifest.to_json().encode("utf-8"))
     return path
 
 

@@ -1,0 +1,157 @@
+"""Where every stage writes: one output-filesystem abstraction, and outputs never half written.
+
+`OutputFS` is the handful of file operations a stage needs, and on top of them the
+writes every stage shares: a file written under a temporary name and renamed into place
+(`write_atomic`, `write_json`), and a directory whose new files are staged and committed
+together, its marker file last (`new_staging_dir`, `commit`). Two filesystems implement it:
+`LOCAL` here (the local disk, for code used without Beam) and `BEAM_FS` in
+`clozeworks.pipelines.beamfs` (Beam's FileSystems: local, gs://, s3://, ...), which every
+pipeline passes, so the same code writes on a laptop and on Dataflow.
+
+On object stores a rename is a copy and a delete, so a file appears under its final name
+only once it is complete, which is the guarantee every marker file relies on.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from clozeworks.schemas.errors import BadInputError
+
+
+class OutputFS(ABC):
+    """Paths are strings; `join` builds them, so a backend decides what a separator is."""
+
+    @abstractmethod
+    def join(self, base: str, *names: str) -> str: ...
+
+    @abstractmethod
+    def create(self, path: str) -> IO[bytes]:
+        """A new file open for binary writing (an existing one is replaced)."""
+
+    @abstractmethod
+    def open(self, path: str) -> IO[bytes]:
+        """An existing file open for binary reading."""
+
+    @abstractmethod
+    def rename(self, sources: Sequence[str], targets: Sequence[str]) -> None:
+        """Move each source to its target, replacing what is there."""
+
+    @abstractmethod
+    def delete(self, paths: Sequence[str]) -> None:
+        """Remove these files; one that does not exist is not an error."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def match(self, pattern: str) -> list[str]:
+        """Paths matching a glob pattern, sorted; none (not an error) if nothing matches."""
+
+    @abstractmethod
+    def mkdirs(self, directory: str) -> None:
+        """Make `directory` and its parents (object stores have none to make).
+        BadInputError if it exists and is not a directory."""
+
+    @abstractmethod
+    def remove_tree(self, directory: str) -> None:
+        """Remove `directory` and everything under it, if it exists."""
+
+    def listdir(self, directory: str) -> list[str]:
+        """The names of the files directly in `directory`, sorted; none if it is missing."""
+        prefix = self.join(directory, "")
+        names = [p[len(prefix) :] if p.startswith(prefix) else p for p in self.match(prefix + "*")]
+        return sorted(n for n in names if n and "/" not in n)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        """Write `data` to a hidden temporary file beside `path`, then rename it into place."""
+        head, _, name = path.rpartition("/")
+        tmp = (
+            f"{head}/.{name}.{uuid.uuid4().hex}.tmp" if head else f".{name}.{uuid.uuid4().hex}.tmp"
+        )
+        try:
+            with self.create(tmp) as f:
+                f.write(data)
+            self.rename([tmp], [path])
+        except BaseException:
+            self.delete([tmp])
+            raise
+
+    def write_json(self, path: str, data: Any) -> None:
+        """`data` as indented, key-sorted JSON, written atomically."""
+        self.write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
+
+    def read_json(self, path: str) -> Any:
+        with self.open(path) as f:
+            return json.loads(f.read().decode("utf-8"))
+
+    def new_staging_dir(self, output: str) -> str:
+        """A fresh `output/.staging-<run>/` for a stage's files until `commit`."""
+        staging = self.join(output, f".staging-{uuid.uuid4().hex[:12]}")
+        self.mkdirs(staging)
+        return staging
+
+    def commit(
+        self, staging: str, output: str, pattern: str, marker: str, marker_data: Any
+    ) -> list[str]:
+        """Replace `output`'s files matching `pattern` with the staged ones, then write
+        `marker` (JSON) last and remove the staging directory. Returns the new paths.
+
+        The old marker goes first, so an interrupted commit leaves a directory that readers
+        refuse instead of a mix of old and new files that looks complete.
+        """
+        self.delete([self.join(output, marker)])
+        self.delete(self.match(self.join(output, pattern)))
+        staged = self.match(self.join(staging, pattern))
+        targets = [self.join(output, p.rsplit("/", 1)[-1]) for p in staged]
+        if staged:
+            self.rename(staged, targets)
+        self.write_json(self.join(output, marker), marker_data)
+        self.remove_tree(staging)
+        return targets
+
+
+class LocalFS(OutputFS):
+    """The local disk; a rename is atomic (os.replace)."""
+
+    def join(self, base: str, *names: str) -> str:
+        return os.path.join(base, *names)
+
+    def create(self, path: str) -> IO[bytes]:
+        return open(path, "wb")
+
+    def open(self, path: str) -> IO[bytes]:
+        return open(path, "rb")
+
+    def rename(self, sources: Sequence[str], targets: Sequence[str]) -> None:
+        for src, dst in zip(sources, targets, strict=True):
+            os.replace(src, dst)
+
+    def delete(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            Path(path).unlink(missing_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def match(self, pattern: str) -> list[str]:
+        return sorted(p for p in glob.glob(pattern, include_hidden=True) if os.path.isfile(p))
+
+    def mkdirs(self, directory: str) -> None:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise BadInputError(f"{directory}: exists and is not a directory")
+        os.makedirs(directory, exist_ok=True)
+
+    def remove_tree(self, directory: str) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+LOCAL = LocalFS()
