@@ -8,8 +8,8 @@ backward passes; the MLM decoder adds 6 x hidden x vocab per predicted token for
 per token for transformers, which computes logits everywhere. MFU is achieved FLOP/s over
 the GPU's peak bf16 dense FLOP/s (`--peak-tflops`, or a table of common GPUs).
 
-    python -m bench.train_gpu                     # bert-base, length 128, batch 64
-    python -m bench.train_gpu --preset bert-large --seq-len 512 --batch 16 --compile
+    python -m bench.train.gpu                     # bert-base, length 128, batch 64
+    python -m bench.train.gpu --preset bert-large --seq-len 512 --batch 16 --compile
 Prints "no GPU" and exits 0 when CUDA is not available.
 """
 
@@ -43,12 +43,12 @@ def main() -> int:
     p.add_argument("--peak-tflops", type=float, help="the GPU's peak bf16 TFLOP/s")
     args = p.parse_args()
     if not torch.cuda.is_available():
-        print("no GPU: nothing measured (bench/train.py compares step times on the CPU)")
+        print("no GPU: nothing measured (bench/train/run.py compares step times on the CPU)")
         return 0
 
     import transformers
 
-    from bench.train import batches, hf_groups
+    from bench.train.run import batches, hf_groups
     from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
     from clozeworks.trainer.export import to_transformers
     from clozeworks.trainer.models import build_model

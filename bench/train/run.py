@@ -6,8 +6,8 @@ BERT's groups, clipping at 1.0, on the CPU. A step is forward, backward, clip, o
 Rounds alternate between the two models so that machine noise hits both alike; the table
 shows medians.
 
-    python -m bench.train                  # the issue's configuration (from the repository root)
-    python -m bench.train --profile        # where the time goes (torch.profiler)
+    python -m bench.train.run                # the issue's configuration (from the repository root)
+    python -m bench.train.run --profile       # where the time goes (torch.profiler)
 """
 
 from __future__ import annotations
