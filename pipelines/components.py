@@ -14,9 +14,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.coders import StrUtf8Coder
 
 from clozeworks.corpus.dedup.components import Edge, large_star, orient, settled, small_star
 from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.shuffle import Shuffle
+
+NODE = StrUtf8Coder()
 
 
 def _both_ways(edge: Edge) -> Iterator[Edge]:
@@ -36,14 +40,19 @@ class StarRound(beam.PTransform):
     """Edges -> edges of the same components, one large-star and one small-star step closer
     to a star per component."""
 
+    def __init__(self, shuffle: Shuffle, name: str) -> None:
+        super().__init__()
+        self.shuffle = shuffle
+        self.name = name
+
     def expand(self, edges: Any) -> Any:
         return (
             edges
             | "BothWays" >> beam.FlatMap(_both_ways)
-            | "NeighboursOfNode" >> beam.GroupByKey()
+            | "NeighboursOfNode" >> self.shuffle.group_by_key(f"{self.name}-large", NODE, NODE)
             | "LargeStar" >> beam.FlatMap(_large_star)
             | "LargerFirst" >> beam.Map(orient)
-            | "SmallerNeighbours" >> beam.GroupByKey()
+            | "SmallerNeighbours" >> self.shuffle.group_by_key(f"{self.name}-small", NODE, NODE)
             | "SmallStar" >> beam.FlatMap(_small_star)
         )
 
@@ -68,13 +77,18 @@ def _settle(item: tuple[str, dict[str, Iterable[str]]]) -> Iterator[Edge]:
 class SettleCheck(beam.PTransform):
     """Edges -> the same edges without repeats, counting nodes not yet in final star form."""
 
+    def __init__(self, shuffle: Shuffle) -> None:
+        super().__init__()
+        self.shuffle = shuffle
+
     def expand(self, edges: Any) -> Any:
+        links = {"children": NODE, "parents": NODE}
         return (
             {
                 "parents": edges | "ByChild" >> beam.Map(_as_child),
                 "children": edges | "ByParent" >> beam.Map(_as_parent),
             }
-            | "LinksOfNode" >> beam.CoGroupByKey()
+            | "LinksOfNode" >> self.shuffle.co_group_by_key("cc-settle", NODE, links)
             | "CheckStars" >> beam.FlatMap(_settle)
         )
 
@@ -83,13 +97,14 @@ class ConnectedComponents(beam.PTransform):
     """(child, parent) edges -> (node, smallest node of its component) for every non-smallest
     node, once `cc.unsettled` is zero; otherwise the state to continue from."""
 
-    def __init__(self, rounds: int) -> None:
+    def __init__(self, rounds: int, shuffle: Shuffle | None = None) -> None:
         super().__init__()
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         self.rounds = rounds
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, edges: Any) -> Any:
         for i in range(1, self.rounds + 1):
-            edges = edges | f"Round{i}" >> StarRound()
-        return edges | "Settle" >> SettleCheck()
+            edges = edges | f"Round{i}" >> StarRound(self.shuffle, f"cc-round{i}")
+        return edges | "Settle" >> SettleCheck(self.shuffle)

@@ -20,6 +20,7 @@ from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.coders import FastPrimitivesCoder, StrUtf8Coder
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_rank, too_few_sentences
@@ -29,7 +30,8 @@ from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
-from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.options import pipeline_options, shuffle_for
+from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, UsageError
 
@@ -45,6 +47,9 @@ EDGES = pa.schema(
     ]
 )
 TOP_CLUSTERS = 10
+ID = StrUtf8Coder()
+# A document row: a dict of strings, which this coder writes without pickling.
+ROW = FastPrimitivesCoder()
 MAX_ROUNDS = 256  # far past any real graph: a path of 10^6 nodes needs about 20
 
 
@@ -138,11 +143,16 @@ def _keep_or_drop(item: tuple[str, dict[str, Iterable[Any]]]) -> Iterator[dict[s
 class ApplyClusters(beam.PTransform):
     """(document rows, (child, root) pairs) -> the rows that are not a cluster's child."""
 
+    def __init__(self, shuffle: Shuffle | None = None) -> None:
+        super().__init__()
+        self.shuffle = shuffle or Shuffle()
+
     def expand(self, inputs: Any) -> Any:
         rows, assignment = inputs
+        coders = {"doc": ROW, "root": ID}
         return (
             {"doc": rows | "KeyById" >> beam.Map(_by_id), "root": assignment}
-            | "JoinById" >> beam.CoGroupByKey()
+            | "JoinById" >> self.shuffle.co_group_by_key("apply", ID, coders)
             | "KeepSmallestOfCluster" >> beam.FlatMap(_keep_or_drop)
         )
 
@@ -218,6 +228,10 @@ def _lines_of(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield key, owner_rank(row["id"])
 
 
+def _smallest(item: tuple[str, Iterable[str]]) -> tuple[str, str]:
+    return item[0], min(item[1])
+
+
 def _owner(item: tuple[str, str]) -> tuple[str, str]:
     key, rank = item
     return rank[32:], key  # owner_rank is 32 hex digits + the id
@@ -245,21 +259,24 @@ class LineDedup(beam.PTransform):
     them only (TFDS C4 `remove_duplicate_text`); documents left empty, or with fewer than
     `min_sentences` sentences after losing lines, are dropped."""
 
-    def __init__(self, min_sentences: int) -> None:
+    def __init__(self, min_sentences: int, shuffle: Shuffle | None = None) -> None:
         super().__init__()
         self.min_sentences = min_sentences
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, rows: Any) -> Any:
         owned = (
             rows
             | "LinesOfDocument" >> beam.FlatMap(_lines_of)
-            # Per line, the smallest rank wins; combined before the shuffle.
-            | "OwnerOfLine" >> beam.CombinePerKey(min)
+            # Per line, the smallest rank wins.
+            | "RanksOfLine" >> self.shuffle.group_by_key("lines", ID, ID)
+            | "OwnerOfLine" >> beam.Map(_smallest)
             | "ByOwner" >> beam.Map(_owner)
         )
+        coders = {"doc": ROW, "owned": ID}
         return (
             {"doc": rows | "KeyById" >> beam.Map(_by_id), "owned": owned}
-            | "JoinById" >> beam.CoGroupByKey()
+            | "JoinById" >> self.shuffle.co_group_by_key("lines-join", ID, coders)
             | "RemoveLines" >> beam.ParDo(_RemoveLines(self.min_sentences))
         )
 
@@ -286,23 +303,29 @@ class _WriteEdges(beam.PTransform):
 
 
 def _apply_and_write(
-    p: Any, rows: Any, assignment: Any, config: DedupConfig, staging: str, clusters: str | None
+    rows: Any,
+    assignment: Any,
+    config: DedupConfig,
+    staging: str,
+    clusters: str | None,
+    shuffle: Shuffle,
 ) -> None:
     _ = assignment | "Report" >> ClusterReport(staging, clusters)
-    kept = (rows, assignment) | "Apply" >> ApplyClusters()
+    kept = (rows, assignment) | "Apply" >> ApplyClusters(shuffle)
     if config.line_dedup:
-        kept = kept | "LineDedup" >> LineDedup(config.line_dedup_min_sentences)
+        kept = kept | "LineDedup" >> LineDedup(config.line_dedup_min_sentences, shuffle)
     _ = kept | "CountOut" >> beam.Map(_count_out) | "Write" >> WriteDocuments(staging)
 
 
-def _edges(rows: Any, config: DedupConfig, settings: NearSettings) -> Any:
+def _edges(rows: Any, config: DedupConfig, settings: NearSettings, shuffle: Shuffle) -> Any:
     parts = []
     if config.exact:
-        parts.append(rows | "ExactEdges" >> ExactEdges())
+        parts.append(rows | "ExactEdges" >> ExactEdges(shuffle))
     if config.near:
-        candidates, shingles = rows | "NearEdges" >> CandidateEdges(settings)
+        candidates, shingles = rows | "NearEdges" >> CandidateEdges(settings, shuffle)
         if settings.verify:
-            candidates = (candidates, shingles) | "Verify" >> VerifyPairs(settings.threshold)
+            verify = VerifyPairs(settings.threshold, shuffle)
+            candidates = (candidates, shingles) | "Verify" >> verify
         parts.append(candidates)
     return tuple(parts) | "AllEdges" >> beam.Flatten()
 
@@ -315,37 +338,48 @@ def build_dedup(
     clusters: str | None,
     state: str,
     rounds: int,
+    shuffle: Shuffle | None = None,
 ) -> None:
     """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply."""
+    shuffle = shuffle or Shuffle()
     rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
     if rounds:
-        edges = _edges(rows, config, settings) | "Components" >> ConnectedComponents(rounds)
+        edges = _edges(rows, config, settings, shuffle) | "Components" >> ConnectedComponents(
+            rounds, shuffle
+        )
         _ = edges | "SaveEdges" >> _WriteEdges(f"{state}-{rounds:04d}")
     else:
         edges = p | "NoEdges" >> beam.Create([])
-    _apply_and_write(p, rows, edges, config, staging, clusters)
+    _apply_and_write(rows, edges, config, staging, clusters, shuffle)
 
 
-def build_more_rounds(p: Any, previous: str, save_as: str, rounds: int) -> None:
+def build_more_rounds(
+    p: Any, previous: str, save_as: str, rounds: int, shuffle: Shuffle | None = None
+) -> None:
     """Continue the star rounds from saved edges."""
     _ = (
         p
         | "ReadEdges" >> beam.io.ReadFromParquet(previous)
         | "AsEdges" >> beam.Map(_row_edge)
-        | "Components" >> ConnectedComponents(rounds)
+        | "Components" >> ConnectedComponents(rounds, shuffle)
         | "SaveEdges" >> _WriteEdges(save_as)
     )
 
 
 def build_apply(
-    p: Any, config: DedupConfig, edges_glob: str, staging: str, clusters: str | None
+    p: Any,
+    config: DedupConfig,
+    edges_glob: str,
+    staging: str,
+    clusters: str | None,
+    shuffle: Shuffle | None = None,
 ) -> None:
     """Join the documents with settled saved edges and write the result."""
     rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
     edges = (
         p | "ReadEdges" >> beam.io.ReadFromParquet(edges_glob) | "AsEdges" >> beam.Map(_row_edge)
     )
-    _apply_and_write(p, rows, edges, config, staging, clusters)
+    _apply_and_write(rows, edges, config, staging, clusters, shuffle or Shuffle())
 
 
 _APPLY_COUNTERS = ("documents_in", "documents_out", "duplicates", "clusters")
@@ -369,7 +403,10 @@ def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     clusters = BEAM_FS.new_staging_dir(config.emit_clusters) if config.emit_clusters else None
     state = BEAM_FS.join(staging, "_cc", "round")
     try:
-        counters, rounds = _find_and_apply(config, settings, beam_argv, staging, clusters, state)
+        text_bytes = int(upstream.get("bytes_out", 0))
+        counters, rounds = _find_and_apply(
+            config, settings, beam_argv, staging, clusters, state, text_bytes
+        )
         top = BEAM_FS.read_json(_only(BEAM_FS.join(staging, "_top", "top*")))
     except BaseException:
         BEAM_FS.remove_tree(staging)
@@ -407,11 +444,21 @@ def _find_and_apply(
     staging: str,
     clusters: str | None,
     state: str,
+    text_bytes: int,
 ) -> tuple[dict[str, int], int]:
-    """The main pipeline, then more star rounds and a second join only if it was not enough."""
+    """The main pipeline, then more star rounds and a second join only if it was not enough.
+    `text_bytes` (the input store's) sizes the shuffles' buckets."""
+    options = pipeline_options(beam_argv)
+
+    def shuffle(name: str) -> Shuffle:
+        # Each pipeline's shuffle files go once it is done; a failure removes all of staging.
+        return shuffle_for(options, BEAM_FS.join(staging, "_shuffle", name), text_bytes)
+
     rounds = config.cc_rounds if (config.exact or config.near) else 0
-    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-        build_dedup(p, config, settings, staging, clusters, state, rounds)
+    with beam.Pipeline(options=options) as p:
+        main = shuffle("main")
+        build_dedup(p, config, settings, staging, clusters, state, rounds, main)
+    _remove_shuffle(main)
     counters = read_counters(p.result)
     if not counters.get("cc.unsettled", 0):
         return counters, rounds
@@ -421,18 +468,25 @@ def _find_and_apply(
             raise ClozeError(f"connected components did not settle in {rounds} rounds")
         previous = f"{state}-{rounds:04d}*"
         rounds += config.cc_rounds
-        with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-            build_more_rounds(p, previous, f"{state}-{rounds:04d}", config.cc_rounds)
+        with beam.Pipeline(options=options) as p:
+            more = shuffle(f"rounds-{rounds:04d}")
+            build_more_rounds(p, previous, f"{state}-{rounds:04d}", config.cc_rounds, more)
+        _remove_shuffle(more)
         if not read_counters(p.result).get("cc.unsettled", 0):
             break
     # The first pipeline's documents and clusters came from unfinished components.
     _delete(BEAM_FS.join(staging, DOCS_GLOB), BEAM_FS.join(staging, "_top", "*"))
     if clusters:
         _delete(BEAM_FS.join(clusters, CLUSTERS_GLOB))
-    with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-        build_apply(p, config, f"{state}-{rounds:04d}*", staging, clusters)
+    with beam.Pipeline(options=options) as p:
+        build_apply(p, config, f"{state}-{rounds:04d}*", staging, clusters, shuffle("apply"))
     applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}
     return {**found, **applied, "cc.unsettled": 0}, rounds
+
+
+def _remove_shuffle(shuffle: Shuffle) -> None:
+    if shuffle.directory is not None:
+        BEAM_FS.remove_tree(shuffle.directory)
 
 
 def _delete(*patterns: str) -> None:

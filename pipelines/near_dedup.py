@@ -12,11 +12,16 @@ from typing import Any
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.coders import BytesCoder, StrUtf8Coder, TupleCoder
 
 from clozeworks.corpus.dedup.components import Edge, bucket_edges
 from clozeworks.corpus.dedup.exact import exact_key
 from clozeworks.corpus.dedup.minhash import MinHasher, Shingler, band_keys, jaccard
 from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.shuffle import Shuffle
+
+ID = StrUtf8Coder()
+EDGE = TupleCoder([ID, ID])
 
 SHINGLES = "shingles"
 # Verified buckets of at most this many members get all their pairs checked, so one odd
@@ -51,11 +56,15 @@ class ExactEdges(beam.PTransform):
     """Document rows -> a star of edges around the smallest id of each group of equal texts
     (equal after case folding and whitespace collapsing, see corpus.dedup.exact.exact_key)."""
 
+    def __init__(self, shuffle: Shuffle | None = None) -> None:
+        super().__init__()
+        self.shuffle = shuffle or Shuffle()
+
     def expand(self, rows: Any) -> Any:
         return (
             rows
             | "KeyByTextHash" >> beam.Map(_key_by_text)
-            | "GroupCopies" >> beam.GroupByKey()
+            | "GroupCopies" >> self.shuffle.group_by_key("exact", ID, ID)
             | "StarAroundSmallestId" >> beam.FlatMap(_exact_group_edges)
         )
 
@@ -96,9 +105,10 @@ class CandidateEdges(beam.PTransform):
     """Document rows -> edges between documents sharing a MinHash band (main output), and
     (id, shingle bytes) tagged `shingles` when the settings ask for verification."""
 
-    def __init__(self, settings: NearSettings) -> None:
+    def __init__(self, settings: NearSettings, shuffle: Shuffle | None = None) -> None:
         super().__init__()
         self.settings = settings
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, rows: Any) -> Any:
         keyed = rows | "BandKeys" >> beam.ParDo(_BandKeys(self.settings)).with_outputs(
@@ -108,10 +118,18 @@ class CandidateEdges(beam.PTransform):
         edges = (
             keyed.bands
             # One group per band value: the documents that collide in it.
-            | "Buckets" >> beam.GroupByKey()
+            | "Buckets" >> self.shuffle.group_by_key("bands", BytesCoder(), ID)
             | "EdgesInBucket" >> beam.ParDo(_BucketEdges(pairs_up_to))
         )
         return edges, keyed[SHINGLES]
+
+
+def _pair_as_key(edge: Edge) -> tuple[Edge, bytes]:
+    return edge, b""
+
+
+def _key_of(item: tuple[Edge, Any]) -> Edge:
+    return item[0]
 
 
 def _by_parent(edge: Edge) -> tuple[str, str]:
@@ -150,20 +168,28 @@ class VerifyPairs(beam.PTransform):
     """Candidate edges -> the edges whose documents' true Jaccard similarity is at least the
     threshold. Two joins by id bring both shingle sets of a pair to one worker."""
 
-    def __init__(self, threshold: float) -> None:
+    def __init__(self, threshold: float, shuffle: Shuffle | None = None) -> None:
         super().__init__()
         self.threshold = threshold
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, inputs: Any) -> Any:
         candidates, shingles = inputs
-        pairs = candidates | "OnePerPair" >> beam.Distinct()
+        pairs = (
+            candidates
+            | "PairAsKey" >> beam.Map(_pair_as_key)
+            | "GroupPairs" >> self.shuffle.group_by_key("pairs", EDGE, BytesCoder())
+            | "OnePerPair" >> beam.Map(_key_of)
+        )
+        first = {"pairs": ID, "shingles": BytesCoder()}
         probes = (
             {"pairs": pairs | "ByParent" >> beam.Map(_by_parent), "shingles": shingles}
-            | "JoinFirst" >> beam.CoGroupByKey()
+            | "JoinFirst" >> self.shuffle.co_group_by_key("verify-first", ID, first)
             | "SendShingles" >> beam.FlatMap(_send_shingles)
         )
+        second = {"probes": TupleCoder([ID, BytesCoder()]), "shingles": BytesCoder()}
         return (
             {"probes": probes, "shingles": shingles}
-            | "JoinSecond" >> beam.CoGroupByKey()
+            | "JoinSecond" >> self.shuffle.co_group_by_key("verify-second", ID, second)
             | "CompareShingles" >> beam.ParDo(_Compare(self.threshold))
         )

@@ -6,9 +6,12 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import (
     PipelineOptions,
+    PortableOptions,
     SetupOptions,
     StandardOptions,
 )
+
+from clozeworks.pipelines.shuffle import Shuffle, buckets_for
 
 
 def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
@@ -26,6 +29,20 @@ def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     return options
 
 
+def shuffle_for(options: PipelineOptions, directory: str, data_bytes: int) -> Shuffle:
+    """How a pipeline's groupings cross: through files under `directory` where a grouping
+    would wait in one process's memory (the DirectRunner, the portable runner's embedded
+    job server), Beam's own shuffle where a service does it (Dataflow, Flink, Spark).
+    `data_bytes` (about what will be shuffled) sizes the buckets."""
+    if not is_local(options):
+        return Shuffle()
+    return Shuffle(directory, buckets_for(data_bytes))
+
+
 def is_local(options: PipelineOptions) -> bool:
+    """Whether the pipeline runs on this machine: the DirectRunner, or the portable runner
+    with its embedded job server."""
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    if runner == "PortableRunner":
+        return options.view_as(PortableOptions).job_endpoint == "embed"
     return runner in ("DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")

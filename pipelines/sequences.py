@@ -14,15 +14,16 @@ workers.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.coders import VarIntCoder
 from tokenizers import Tokenizer
 
-from clozeworks.corpus.shards import dealing, ranges
+from clozeworks.corpus.shards import arrays, dealing, ranges
 from clozeworks.corpus.shards import keys as rk
 from clozeworks.corpus.shards.instances import (
     SequenceBatch,
@@ -34,7 +35,9 @@ from clozeworks.corpus.shards.instances import (
 )
 from clozeworks.corpus.shards.pairs import NUM_LABELS, PairCounts, make_pairs, pair_sequences
 from clozeworks.corpus.shards.tokenize import DocumentEncoder, TokenizedBatch
+from clozeworks.pipelines.coders import ArraysCoder
 from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.errors import BadInputError
 
 PACKED_MODES = ("full-sentences", "doc-sentences", "single")
@@ -78,6 +81,14 @@ class GroupPart:
     keys: np.ndarray
     docs: TokenizedBatch
 
+    def to_arrays(self) -> list[np.ndarray]:
+        return [*arrays.strings_to_arrays(self.ids), self.keys, *self.docs.to_arrays()]
+
+    @classmethod
+    def from_arrays(cls, parts: Sequence[np.ndarray]) -> GroupPart:
+        ids = arrays.arrays_to_strings(parts[0], parts[1])
+        return cls(ids, parts[2], TokenizedBatch.from_arrays(parts[3:]))
+
     @classmethod
     def gather(cls, parts: Iterable[GroupPart]) -> GroupPart:
         """Every part's documents in key order (ids break a 64-bit tie): the same order
@@ -92,6 +103,9 @@ class GroupPart:
 
 def _encoded(ids: list[str]) -> list[bytes]:
     return [i.encode() for i in ids]
+
+
+PART_CODER = ArraysCoder(GroupPart.to_arrays, GroupPart.from_arrays)
 
 
 def _copies(
@@ -285,15 +299,18 @@ class PairsFromGroups(beam.PTransform):
     """(group, GroupPart) parts -> (bucket, SequenceBatch) of nsp/sso pairs
     whose random segments come from the group's other documents."""
 
-    def __init__(self, settings: InstanceSettings, source: str) -> None:
+    def __init__(
+        self, settings: InstanceSettings, source: str, shuffle: Shuffle | None = None
+    ) -> None:
         super().__init__()
         self.s = settings
         self.source = source
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, parts: Any) -> Any:
         return (
             parts
-            | "GroupDocuments" >> beam.GroupByKey()
+            | "GroupDocuments" >> self.shuffle.group_by_key("documents", VarIntCoder(), PART_CODER)
             | "MakePairs" >> beam.ParDo(_MakePairs(self.s, self.source))
         )
 
@@ -302,11 +319,18 @@ class BuildInstances(beam.PTransform):
     """Parquet record batches of a document store -> (bucket, SequenceBatch) of the
     configured mode, not yet in any order."""
 
-    def __init__(self, tokenizer_json: str, settings: InstanceSettings, source: str) -> None:
+    def __init__(
+        self,
+        tokenizer_json: str,
+        settings: InstanceSettings,
+        source: str,
+        shuffle: Shuffle | None = None,
+    ) -> None:
         super().__init__()
         self.tokenizer_json = tokenizer_json
         self.s = settings
         self.source = source
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, tables: Any) -> Any:
         built = (
@@ -320,10 +344,10 @@ class BuildInstances(beam.PTransform):
         if self.s.mode == "full-sentences":
             crossing = (
                 built.tails
-                | "GroupTails" >> beam.GroupByKey()
+                | "GroupTails" >> self.shuffle.group_by_key("tails", VarIntCoder(), PART_CODER)
                 | "PackTails" >> beam.ParDo(_PackTails(self.s))
             )
             return (built.sequences, crossing) | "AllSequences" >> beam.Flatten()
         if self.s.mode in ("nsp", "sso"):
-            return built.docs | "Pairs" >> PairsFromGroups(self.s, self.source)
+            return built.docs | "Pairs" >> PairsFromGroups(self.s, self.source, self.shuffle)
         return built.sequences

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.coders import VarIntCoder
 
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import (
@@ -32,15 +33,17 @@ from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
+from clozeworks.pipelines.coders import ArraysCoder
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import read_store_stats, require_documents
-from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.options import pipeline_options, shuffle_for
 from clozeworks.pipelines.sequences import (
     PACKED_MODES,
     PAIR_MODES,
     BuildInstances,
     InstanceSettings,
 )
+from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
 from clozeworks.schemas.manifest import token_dtype_for as _dtype
@@ -156,6 +159,19 @@ class _Rank(beam.DoFn):
             yield int(shard_of[part[0]]), (position[part], batch.take(order[part]))
 
 
+def _placed_to_arrays(placed: tuple[np.ndarray, SequenceBatch]) -> list[np.ndarray]:
+    return [placed[0], *placed[1].to_arrays()]
+
+
+def _placed_from_arrays(parts: Sequence[np.ndarray]) -> tuple[np.ndarray, SequenceBatch]:
+    return parts[0], SequenceBatch.from_arrays(parts[1:])
+
+
+BATCH_CODER = ArraysCoder(SequenceBatch.to_arrays, SequenceBatch.from_arrays)
+# (positions in the shard, the sequences placed there)
+PLACED_CODER = ArraysCoder(_placed_to_arrays, _placed_from_arrays)
+
+
 def _tiebreak(batch: SequenceBatch) -> list[bytes]:
     pairs = zip(batch.sequences(), batch.copies.tolist(), strict=True)
     return [s.tobytes() + c.to_bytes(2, "big") for s, c in pairs]
@@ -169,10 +185,13 @@ class DealToShards(beam.PTransform):
     sample of the corpus.
     """
 
-    def __init__(self, num_shards: int | None, per_shard: int | None) -> None:
+    def __init__(
+        self, num_shards: int | None, per_shard: int | None, shuffle: Shuffle | None = None
+    ) -> None:
         super().__init__()
         self.num_shards = num_shards
         self.per_shard = per_shard
+        self.shuffle = shuffle or Shuffle()
 
     def expand(self, batches: Any) -> Any:
         # Sequences per bucket: a table of at most 4096 numbers.
@@ -183,10 +202,10 @@ class DealToShards(beam.PTransform):
         )
         return (
             batches
-            | "GroupBuckets" >> beam.GroupByKey()
+            | "GroupBuckets" >> self.shuffle.group_by_key("buckets", VarIntCoder(), BATCH_CODER)
             | "Rank"
             >> beam.ParDo(_Rank(self.num_shards, self.per_shard), beam.pvalue.AsDict(counts))
-            | "GroupShards" >> beam.GroupByKey()
+            | "GroupShards" >> self.shuffle.group_by_key("shards", VarIntCoder(), PLACED_CODER)
         )
 
 
@@ -296,6 +315,13 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     )
     out = prepare_output_dir(config.output, BEAM_FS)
     staging = BEAM_FS.join(out, f".staging-{uuid.uuid4().hex[:12]}")
+    # Token ids are about a quarter of the text's bytes; pair modes shuffle documents and
+    # then sequences, the deal shuffles them twice more.
+    shuffle = shuffle_for(
+        options,
+        BEAM_FS.join(staging, "shuffle"),
+        int(store.get("bytes_out", 0)) * config.dupe_factor,
+    )
     write = _WriteShard(
         out, config.block_size, token_dtype, config.mode in PAIR_MODES, _mask_spec(config, info)
     )
@@ -307,10 +333,12 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
             )
             # (bucket, SequenceBatch): training sequences, [CLS] ... [SEP], in no order yet.
             batches = tables | "BuildInstances" >> BuildInstances(
-                info.tokenizer.to_str(), settings, config.input
+                info.tokenizer.to_str(), settings, config.input, shuffle
             )
             # (shard, [(positions, SequenceBatch)]): shuffled across the whole corpus.
-            dealt = batches | "Deal" >> DealToShards(config.num_shards, config.sequences_per_shard)
+            dealt = batches | "Deal" >> DealToShards(
+                config.num_shards, config.sequences_per_shard, shuffle
+            )
             _ = (
                 dealt
                 | "WriteShards" >> beam.ParDo(write)

@@ -133,6 +133,13 @@ class SequenceBatch:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def to_arrays(self) -> list[np.ndarray]:
+        return [self.keys, self.tokens, self.offsets, self.segments, self.labels, self.copies]
+
+    @classmethod
+    def from_arrays(cls, arrays: Sequence[np.ndarray]) -> SequenceBatch:
+        return cls(*arrays)
+
     def sequence(self, i: int) -> np.ndarray:
         return self.tokens[self.offsets[i] : self.offsets[i + 1]]
 

@@ -77,6 +77,13 @@ class TokenizedBatch:
     def __len__(self) -> int:
         return len(self.documents) - 1
 
+    def to_arrays(self) -> list[np.ndarray]:
+        return [self.ids, self.sentences, self.documents]
+
+    @classmethod
+    def from_arrays(cls, arrays: Sequence[np.ndarray]) -> TokenizedBatch:
+        return cls(*arrays)
+
     def token_bounds(self) -> np.ndarray:
         """Where each document's tokens start in `ids`, and the total at the end."""
         return self.sentences[self.documents]

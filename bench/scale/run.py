@@ -1,0 +1,154 @@
+"""Peak memory, throughput and temporary disk of every stage as the corpus grows.
+
+    .venv/bin/python bench/scale/run.py --gb 0.5 1 2            # every stage, three sizes
+    .venv/bin/python bench/scale/run.py --gb 0.2 --stages clean near full-sentences
+
+For each size a corpus of realistic documents (bench/scale/corpus.py: Python's reST docs,
+Debian copyright files, man pages; median about 4 KB) is written under --work, then each
+stage runs as `cloze VERB ...` under GNU time (`/usr/bin/time -v`: peak RSS of the stage
+and its workers), one after another, on the DirectRunner with its defaults. While a stage
+runs, its output directory's size is sampled every half second: the peak above the final
+size is the temporary disk it used, and a `.staging-*` left behind is reported. Prints
+one table row per stage and size, then, per stage, how peak RSS grew from the smallest to
+the largest size. MB/s is the corpus's text megabytes over wall seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.scale.corpus import write_corpus  # noqa: E402
+
+CLOZE = str(Path(sys.executable).with_name("cloze"))
+STAGES = (
+    "clean",
+    "dedup",
+    "near",
+    "vocab",
+    "full-sentences",
+    "doc-sentences",
+    "single",
+    "nsp",
+    "sop",
+    "sso",
+    "full-sentences-premask",
+    "nsp-premask",
+    "build",
+)
+
+
+def commands(stage: str, work: Path, extra: list[str]) -> tuple[list[str], Path]:
+    """The stage's command line and its output directory; stages after `clean` read what
+    `clean`, `dedup` and `vocab` wrote."""
+    raw, clean, docs, tok = work / "raw", work / "clean", work / "docs", work / "tokenizer"
+    out = work / f"out-{stage}"
+    if stage == "clean":
+        return [CLOZE, "clean", "--input", str(raw), "--output", str(clean), *extra], clean
+    if stage == "dedup":
+        return [CLOZE, "dedup", "--input", str(clean), "--output", str(docs), *extra], docs
+    if stage == "near":
+        cmd = [CLOZE, "dedup", "--near", "--input", str(clean), "--output", str(out)]
+        return [*cmd, *extra], out
+    if stage == "vocab":
+        cmd = [CLOZE, "vocab", "--input", str(docs), "--output", str(tok), "--kind", "wordpiece"]
+        return [*cmd, *extra], tok
+    if stage == "build":
+        return [CLOZE, "build", "--input", str(raw), "--output", str(out), *extra], out
+    mode = stage.removesuffix("-premask")
+    cmd = [CLOZE, "shard", "--input", str(docs), "--tokenizer", str(tok), "--output", str(out)]
+    cmd += ["--mode", mode]
+    if stage.endswith("-premask"):
+        cmd += ["--premask", "token", "--dupe-factor", "1"]
+    return [*cmd, *extra], out
+
+
+def tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):  # a file renamed while we looked
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def run_stage(cmd: list[str], out: Path) -> dict[str, float]:
+    """Wall seconds, peak RSS (MB) and peak temporary bytes of one command."""
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.5):
+            peak[0] = max(peak[0], tree_bytes(out))
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    done.set()
+    watcher.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[1:3])} failed:\n{proc.stderr[-3000:]}")
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    final = tree_bytes(out)
+    left = [p.name for p in out.glob(".staging-*")] if out.is_dir() else []
+    return {
+        "seconds": seconds,
+        "rss_mb": rss_kb / 1024,
+        "temp_mb": max(0, peak[0] - final) / 1e6,
+        "left": float(len(left)),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--gb", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    p.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
+    p.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
+    p.add_argument("--keep", action="store_true", help="keep the corpora and outputs")
+    p.add_argument("beam", nargs="*", help="after --: flags for every stage (Beam's too)")
+    args = p.parse_args()
+    print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}", flush=True)
+    header = f"{'stage':24s} {'GB':>5s} {'docs':>9s} {'s':>8s} {'MB/s':>7s} {'RSS MB':>8s}"
+    print(header + f" {'temp MB':>8s} {'temp/in':>8s}", flush=True)
+    rss: dict[str, list[float]] = {}
+    for gb in args.gb:
+        work = args.work / f"{gb:g}gb"
+        shutil.rmtree(work, ignore_errors=True)
+        docs, text = write_corpus(work / "raw" / "corpus.jsonl", gb * 1000)
+        for stage in args.stages:
+            cmd, out = commands(stage, work, args.beam)
+            r = run_stage(cmd, out)
+            rss.setdefault(stage, []).append(r["rss_mb"])
+            left = "  staging left behind!" if r["left"] else ""
+            print(
+                f"{stage:24s} {gb:5g} {docs:9d} {r['seconds']:8.1f} "
+                f"{text / 1e6 / r['seconds']:7.2f} {r['rss_mb']:8.0f} {r['temp_mb']:8.0f} "
+                f"{r['temp_mb'] * 1e6 / text:8.2f}{left}",
+                flush=True,
+            )
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if len(args.gb) > 1:
+        print(f"\npeak RSS growth from {args.gb[0]:g} GB to {args.gb[-1]:g} GB:")
+        for stage, values in rss.items():
+            growth = values[-1] / values[0] - 1
+            print(f"  {stage:24s} {values[0]:8.0f} -> {values[-1]:8.0f} MB  {growth:+.0%}")
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""Grouping by key through files, so memory is bounded by a bucket, not by the corpus.
+
+Beam's local runners hold every grouping in memory: the whole PCollection that enters a
+GroupByKey waits, encoded, in one buffer until the stage before it is done.
+`GroupThroughFiles` is a GroupByKey whose values cross through files written with Beam's
+FileSystems instead:
+
+    (key, value) --Spill-->       files of records sorted by bucket (a hash of the key)
+                 --GroupSpills--> (bucket, [(file, start, end)]): an element per bucket and file
+                 --ReadBuckets--> (key, [values]), one bucket in memory at a time
+
+Only file ranges go through Beam's own GroupByKey. The same transform runs on any runner
+(local disk or gs:// alike); `Shuffle` picks it or Beam's GroupByKey, so a pipeline says
+once how its groupings cross. Values of a key come out sorted by their encoded bytes, and
+keys of a bucket in the order of theirs, so the result does not depend on how elements
+were bundled or how many workers wrote them.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.coders import Coder
+from apache_beam.transforms.window import GlobalWindows
+
+from clozeworks.pipelines.beamfs import BEAM_FS
+from clozeworks.pipelines.counters import counter
+
+_RECORD = struct.Struct("<II")  # key length, value length
+# Bytes a Spill DoFn buffers before it writes a file; the bound on its memory.
+SPILL_BYTES = 64 << 20
+# A bucket should hold about this much, so reading one stays far below the memory goal.
+BUCKET_BYTES = 48 << 20
+
+
+def buckets_for(data_bytes: int) -> int:
+    """Buckets for about `data_bytes` of shuffled data: a power of two in 16..4096."""
+    want = max(16, min(4096, -(-data_bytes // BUCKET_BYTES)))
+    return 1 << (want - 1).bit_length()
+
+
+def _bucket(key: bytes, buckets: int) -> int:
+    # crc32, not hash(): it must be the same in every worker process.
+    return zlib.crc32(key) % buckets
+
+
+class _Spill(beam.DoFn):
+    """(key, value) -> (bucket, (path, start, end)) for every bucket of every file written."""
+
+    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+        self.directory = directory
+        self.buckets = buckets
+        self.key_coder = key_coder
+        self.value_coder = value_coder
+
+    def start_bundle(self) -> None:
+        self._parts: dict[int, list[bytes]] = {}
+        self._size = 0
+
+    def process(self, element: tuple[Any, Any]) -> Iterator[tuple[int, tuple[str, int, int]]]:
+        key = self.key_coder.encode(element[0])
+        value = self.value_coder.encode(element[1])
+        record = b"".join((_RECORD.pack(len(key), len(value)), key, value))
+        self._parts.setdefault(_bucket(key, self.buckets), []).append(record)
+        self._size += len(record)
+        if self._size >= SPILL_BYTES:
+            yield from self._write()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for item in self._write():
+            yield GlobalWindows.windowed_value(item)
+
+    def _write(self) -> Iterator[tuple[int, tuple[str, int, int]]]:
+        if not self._parts:
+            return
+        path = BEAM_FS.join(self.directory, f"{uuid.uuid4().hex}.spill")
+        ranges = []
+        offset = 0
+        with BEAM_FS.create(path) as f:
+            for bucket in sorted(self._parts):
+                data = b"".join(self._parts[bucket])
+                f.write(data)
+                ranges.append((bucket, (path, offset, offset + len(data))))
+                offset += len(data)
+        counter("shuffle.files").inc()
+        counter("shuffle.bytes").inc(offset)
+        self._parts, self._size = {}, 0
+        yield from ranges
+
+
+def _records(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    view = memoryview(data)
+    pos, end = 0, len(data)
+    while pos < end:
+        klen, vlen = _RECORD.unpack_from(view, pos)
+        pos += _RECORD.size
+        yield bytes(view[pos : pos + klen]), bytes(view[pos + klen : pos + klen + vlen])
+        pos += klen + vlen
+
+
+class _ReadBucket(beam.DoFn):
+    """(bucket, [(path, start, end)]) -> (key, [values]) for every key of the bucket."""
+
+    def __init__(self, key_coder: Coder, value_coder: Coder):
+        self.key_coder = key_coder
+        self.value_coder = value_coder
+
+    def process(self, item: tuple[int, Iterable[tuple[str, int, int]]]) -> Iterator[Any]:
+        groups: dict[bytes, list[bytes]] = {}
+        for path, start, end in sorted(item[1]):
+            with BEAM_FS.open(path) as f:
+                f.seek(start)
+                data = f.read(end - start)
+            for key, value in _records(data):
+                groups.setdefault(key, []).append(value)
+            del data
+        for key in sorted(groups):
+            values = sorted(groups.pop(key))
+            yield self.key_coder.decode(key), [self.value_coder.decode(v) for v in values]
+
+
+class GroupThroughFiles(beam.PTransform):
+    """(key, value) -> (key, [values]), as beam.GroupByKey, through files under `directory`
+    (which the caller removes when the pipeline is done, on success or failure)."""
+
+    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+        super().__init__()
+        self.directory = directory
+        self.buckets = buckets
+        self.key_coder = key_coder
+        self.value_coder = value_coder
+
+    def expand(self, pairs: Any) -> Any:
+        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder)
+        return (
+            pairs
+            | "Spill" >> beam.ParDo(spill)
+            | "GroupSpills" >> beam.GroupByKey()
+            | "ReadBuckets" >> beam.ParDo(_ReadBucket(self.key_coder, self.value_coder))
+        )
+
+
+class _Tagged(Coder):  # type: ignore[misc]
+    """(index of the input, value) with each input's own coder."""
+
+    def __init__(self, coders: Sequence[Coder]):
+        self.coders = list(coders)
+
+    def encode(self, value: tuple[int, Any]) -> bytes:
+        return bytes((value[0],)) + self.coders[value[0]].encode(value[1])
+
+    def decode(self, encoded: bytes) -> tuple[int, Any]:
+        return encoded[0], self.coders[encoded[0]].decode(encoded[1:])
+
+    def is_deterministic(self) -> bool:
+        return all(c.is_deterministic() for c in self.coders)
+
+
+def _tag(pair: tuple[Any, Any], index: int) -> tuple[Any, tuple[int, Any]]:
+    return pair[0], (index, pair[1])
+
+
+def _untag(item: tuple[Any, list[tuple[int, Any]]], tags: Sequence[str]) -> Any:
+    joined: dict[str, list[Any]] = {tag: [] for tag in tags}
+    for index, value in item[1]:
+        joined[tags[index]].append(value)
+    return item[0], joined
+
+
+@dataclass(frozen=True)
+class Shuffle:
+    """How a pipeline's groupings cross between stages: through files under `directory`
+    (memory bounded by a bucket), or, with no directory, Beam's own GroupByKey (what a
+    distributed runner's shuffle service does best)."""
+
+    directory: str | None = None
+    buckets: int = 64
+
+    def group_by_key(self, name: str, key_coder: Coder, value_coder: Coder) -> beam.PTransform:
+        """A PTransform (key, value) -> (key, iterable of values)."""
+        if self.directory is None:
+            return beam.GroupByKey()
+        return GroupThroughFiles(
+            BEAM_FS.join(self.directory, name), self.buckets, key_coder, value_coder
+        )
+
+    def co_group_by_key(
+        self, name: str, key_coder: Coder, value_coders: Mapping[str, Coder]
+    ) -> beam.PTransform:
+        """A PTransform {tag: (key, value)} -> (key, {tag: values}), as beam.CoGroupByKey."""
+        if self.directory is None:
+            return beam.CoGroupByKey()
+        return _CoGroupThroughFiles(
+            self.group_by_key(
+                name, key_coder, _Tagged([value_coders[t] for t in sorted(value_coders)])
+            ),
+            sorted(value_coders),
+        )
+
+
+class _CoGroupThroughFiles(beam.PTransform):
+    def __init__(self, group: beam.PTransform, tags: Sequence[str]):
+        super().__init__()
+        self.group = group
+        self.tags = list(tags)
+
+    def expand(self, inputs: Mapping[str, Any]) -> Any:
+        if sorted(inputs) != self.tags:
+            raise ValueError(f"inputs {sorted(inputs)} do not match the coders' {self.tags}")
+        tagged = [
+            inputs[tag] | f"Tag{tag.title()}" >> beam.Map(_tag, i)
+            for i, tag in enumerate(self.tags)
+        ]
+        return (
+            tagged
+            | "AllInputs" >> beam.Flatten()
+            | "Group" >> self.group
+            | "Untag" >> beam.Map(_untag, self.tags)
+        )

@@ -1,0 +1,115 @@
+"""Grouping through files gives what Beam's GroupByKey and CoGroupByKey give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.coders import FastPrimitivesCoder, StrUtf8Coder, VarIntCoder
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from clozeworks.corpus.shards.instances import SequenceBatch
+from clozeworks.pipelines import shuffle as shuffle_module
+from clozeworks.pipelines.coders import ArraysCoder
+from clozeworks.pipelines.shuffle import Shuffle, buckets_for
+
+PAIRS = [(i % 7, f"v{i:03d}") for i in range(200)] + [(1000, "alone")]
+
+
+def _sorted_values(item: tuple[Any, Any]) -> tuple[Any, list[Any]]:
+    return item[0], sorted(item[1])
+
+
+def _expected() -> list[tuple[int, list[str]]]:
+    groups: dict[int, list[str]] = {}
+    for key, value in PAIRS:
+        groups.setdefault(key, []).append(value)
+    return [(k, sorted(v)) for k, v in groups.items()]
+
+
+@pytest.mark.parametrize("spill_bytes", [1 << 20, 64])
+def test_group_through_files_equals_group_by_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_bytes: int
+) -> None:
+    # 64 bytes: a file every few records, so a bucket gathers ranges from many files.
+    monkeypatch.setattr(shuffle_module, "SPILL_BYTES", spill_bytes)
+    shuffle = Shuffle(str(tmp_path), buckets=4)
+    with TestPipeline() as p:
+        grouped = (
+            p
+            | beam.Create(PAIRS)
+            | shuffle.group_by_key("g", VarIntCoder(), StrUtf8Coder())
+            | beam.Map(_sorted_values)
+        )
+        assert_that(grouped, equal_to(_expected()))
+    files = list((tmp_path / "g").glob("*.spill"))
+    assert (len(files) > 1) == (spill_bytes == 64)
+
+
+def test_values_come_out_in_the_same_order_whatever_the_input_order(tmp_path: Path) -> None:
+    def run(pairs: list[tuple[int, str]], sub: str) -> list[Any]:
+        out: list[Any] = []
+        with TestPipeline() as p:
+            grouped = (
+                p
+                | beam.Create(pairs, reshuffle=False)
+                | Shuffle(str(tmp_path / sub), 4).group_by_key("g", VarIntCoder(), StrUtf8Coder())
+            )
+            assert_that(grouped, _collect(out))
+        return sorted((k, list(v)) for k, v in out)
+
+    assert run(PAIRS, "a") == run(PAIRS[::-1], "b")
+
+
+def _collect(out: list[Any]) -> Any:
+    def check(actual: list[Any]) -> None:
+        out.extend(actual)
+
+    return check
+
+
+def test_co_group_through_files_equals_co_group_by_key(tmp_path: Path) -> None:
+    left = [("a", 1), ("b", 2), ("a", 3)]
+    right = [("a", "x"), ("c", "y")]
+
+    def tidy(item: tuple[str, dict[str, Any]]) -> tuple[str, list[int], list[str]]:
+        return item[0], sorted(item[1]["left"]), sorted(item[1]["right"])
+
+    expected = [("a", [1, 3], ["x"]), ("b", [2], []), ("c", [], ["y"])]
+    for shuffle in (Shuffle(), Shuffle(str(tmp_path), 2)):
+        coders = {"left": VarIntCoder(), "right": FastPrimitivesCoder()}
+        with TestPipeline() as p:
+            joined = (
+                {"left": p | "L" >> beam.Create(left), "right": p | "R" >> beam.Create(right)}
+                | shuffle.co_group_by_key("j", StrUtf8Coder(), coders)
+                | beam.Map(tidy)
+            )
+            assert_that(joined, equal_to(expected))
+
+
+def _batch_summary(item: tuple[int, Any]) -> tuple[int, list[int], list[int]]:
+    (batch,) = item[1]
+    return item[0], batch.keys.tolist(), batch.tokens.tolist()
+
+
+def test_arrays_coder_carries_a_sequence_batch_through_files(tmp_path: Path) -> None:
+    batch = SequenceBatch.build([5, 6], [np.array([2, 7, 3]), np.array([2, 3])], "uint16")
+    coder = ArraysCoder(SequenceBatch.to_arrays, SequenceBatch.from_arrays)
+    with TestPipeline() as p:
+        out = (
+            p
+            | beam.Create([(9, batch)])
+            | Shuffle(str(tmp_path), 2).group_by_key("b", VarIntCoder(), coder)
+            | beam.Map(_batch_summary)
+        )
+        assert_that(out, equal_to([(9, [5, 6], [2, 7, 3, 2, 3])]))
+
+
+def test_buckets_grow_with_the_data_as_powers_of_two() -> None:
+    assert buckets_for(0) == 16
+    assert buckets_for(10 << 30) == 256
+    assert buckets_for(1 << 50) == 4096
