@@ -107,6 +107,7 @@ class DedupConfig:
 
 def _count_in(row: dict[str, Any]) -> dict[str, Any]:
     counter("documents_in").inc()
+    counter("bytes_in").inc(len(row["text"].encode("utf-8")))
     return row
 
 
@@ -286,6 +287,7 @@ class LineDedup(beam.PTransform):
 
 def _count_out(row: dict[str, Any]) -> dict[str, Any]:
     counter("documents_out").inc()
+    counter("bytes_out").inc(len(row["text"].encode("utf-8")))
     return row
 
 
@@ -382,7 +384,14 @@ def build_apply(
     _apply_and_write(rows, edges, config, staging, clusters, shuffle or Shuffle())
 
 
-_APPLY_COUNTERS = ("documents_in", "documents_out", "duplicates", "clusters")
+_APPLY_COUNTERS = (
+    "documents_in",
+    "documents_out",
+    "bytes_in",
+    "bytes_out",
+    "duplicates",
+    "clusters",
+)
 
 
 def _is_apply_counter(name: str) -> bool:
@@ -422,6 +431,8 @@ def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
         "cc_rounds_run": rounds,
         "documents_in": counters.get("documents_in", 0),
         "documents_out": counters.get("documents_out", 0),
+        "bytes_in": counters.get("bytes_in", 0),
+        "bytes_out": counters.get("bytes_out", 0),
         "duplicates": duplicates,
         "duplicates.exact": counters.get("duplicates.exact", 0),
         "duplicates.near": duplicates - counters.get("duplicates.exact", 0),

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import apache_beam as beam
+import pyarrow.parquet as pq
 import zstandard
 from apache_beam.io.filesystems import FileSystems
 
@@ -245,15 +246,93 @@ def read_store_stats(directory: str) -> dict[str, Any]:
     return stats
 
 
+def store_totals(directory: str) -> tuple[int, int]:
+    """(documents, approximate text bytes) of a document store, from Parquet footers."""
+    pattern = require_documents(directory)
+    files = BEAM_FS.match(pattern)
+    documents = text_bytes = 0
+    for path in files:
+        try:
+            with BEAM_FS.open(path) as f:
+                meta = pq.read_metadata(f)
+        except Exception as err:
+            raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
+        documents += meta.num_rows
+        text_col = meta.schema.names.index("text") if "text" in meta.schema.names else None
+        for rg in range(meta.num_row_groups):
+            group = meta.row_group(rg)
+            if text_col is not None:
+                # Plain-encoded strings carry a 4-byte length each.
+                col = group.column(text_col)
+                text_bytes += max(0, col.total_uncompressed_size - 4 * group.num_rows)
+    return documents, text_bytes
+
+
+def _row_groups_of(path: str) -> Iterator[tuple[str, int]]:
+    """(path, row group) for each row group of one Parquet file, from its footer."""
+    try:
+        with BEAM_FS.open(path) as f:
+            groups = pq.read_metadata(f).num_row_groups
+    except Exception as err:
+        raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
+    for group in range(groups):
+        yield path, group
+
+
+class _ReadRowGroup(beam.DoFn):
+    def __init__(self, columns: Sequence[str] | None) -> None:
+        self.columns = list(columns) if columns is not None else None
+
+    def process(self, task: tuple[str, int]) -> Iterator[Any]:
+        path, group = task
+        with BEAM_FS.open(path) as f:
+            table = pq.ParquetFile(f).read_row_group(group, columns=self.columns)
+        counter("read.row_groups").inc()
+        yield table
+
+
+class ReadDocumentTables(beam.PTransform):
+    """A document store -> one pyarrow Table per row group (`columns`, default all).
+
+    Not beam.io.ReadFromParquetBatched: on the DirectRunner its output left the reading
+    stage whole, so every row group of the store was in memory at once (1.07 GB of 2.1 at
+    the peak of a 400 MB `cloze shard`). Here a worker reads the row groups it is handed
+    and the tables go straight on, one at a time, to the DoFns fused after it.
+    """
+
+    def __init__(self, directory: str, columns: Sequence[str] | None = None) -> None:
+        super().__init__()
+        self.files = BEAM_FS.match(require_documents(directory))
+        self.columns = columns
+
+    def expand(self, pbegin: Any) -> Any:
+        return (
+            pbegin
+            | "ListFiles" >> beam.Create(self.files)
+            | "RowGroups" >> beam.FlatMap(_row_groups_of)
+            # One row group per element; the reshuffle spreads them over workers.
+            | "SpreadRowGroups" >> beam.Reshuffle()
+            | "ReadRowGroup" >> beam.ParDo(_ReadRowGroup(self.columns))
+        )
+
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
 class ReadDocuments(beam.PTransform):
     """A document store -> dict rows with the `schemas.DOCUMENT` fields."""
 
     def __init__(self, directory: str) -> None:
         super().__init__()
-        self.pattern = require_documents(directory)
+        self.directory = directory
 
     def expand(self, pbegin: Any) -> Any:
-        return pbegin | "ReadParquet" >> beam.io.ReadFromParquet(self.pattern)
+        return (
+            pbegin
+            | "ReadTables" >> ReadDocumentTables(self.directory)
+            | "Rows" >> beam.FlatMap(_rows)
+        )
 
 
 def to_row(doc: RawDocument) -> dict[str, str]:

@@ -317,7 +317,8 @@ class PairsFromGroups(beam.PTransform):
 
 class BuildInstances(beam.PTransform):
     """Parquet record batches of a document store -> (bucket, SequenceBatch) of the
-    configured mode, not yet in any order."""
+    configured mode, not yet in any order: one PCollection, or for full-sentences a tuple
+    of two (each document's own sequences, and those packed across documents)."""
 
     def __init__(
         self,
@@ -347,7 +348,8 @@ class BuildInstances(beam.PTransform):
                 | "GroupTails" >> self.shuffle.group_by_key("tails", VarIntCoder(), PART_CODER)
                 | "PackTails" >> beam.ParDo(_PackTails(self.s))
             )
-            return (built.sequences, crossing) | "AllSequences" >> beam.Flatten()
+            # Two PCollections, not a Flatten: what takes them spills each where it is made.
+            return built.sequences, crossing
         if self.s.mode in ("nsp", "sso"):
             return built.docs | "Pairs" >> PairsFromGroups(self.s, self.source, self.shuffle)
         return built.sequences

@@ -35,7 +35,7 @@ from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.coders import ArraysCoder
 from clozeworks.pipelines.counters import counter, read_counters
-from clozeworks.pipelines.documents_io import read_store_stats, require_documents
+from clozeworks.pipelines.documents_io import ReadDocumentTables, read_store_stats, store_totals
 from clozeworks.pipelines.options import pipeline_options, shuffle_for
 from clozeworks.pipelines.sequences import (
     PACKED_MODES,
@@ -182,7 +182,7 @@ class DealToShards(beam.PTransform):
 
     A sequence's rank is its place in the order of all keys; rank r goes to shard r mod S
     at position r div S, so shards differ by at most one sequence and each is an i.i.d.
-    sample of the corpus.
+    sample of the corpus. Takes one PCollection or a tuple of them.
     """
 
     def __init__(
@@ -194,14 +194,12 @@ class DealToShards(beam.PTransform):
         self.shuffle = shuffle or Shuffle()
 
     def expand(self, batches: Any) -> Any:
+        parts = tuple(batches) if isinstance(batches, tuple | list) else (batches,)
         # Sequences per bucket: a table of at most 4096 numbers.
-        counts = (
-            batches
-            | "BucketSizes" >> beam.Map(_bucket_size)
-            | "CountBuckets" >> beam.CombinePerKey(sum)
-        )
+        sizes = [p | f"BucketSizes{i}" >> beam.Map(_bucket_size) for i, p in enumerate(parts)]
+        counts = sizes | "AllSizes" >> beam.Flatten() | "CountBuckets" >> beam.CombinePerKey(sum)
         return (
-            batches
+            parts
             | "GroupBuckets" >> self.shuffle.group_by_key("buckets", VarIntCoder(), BATCH_CODER)
             | "Rank"
             >> beam.ParDo(_Rank(self.num_shards, self.per_shard), beam.pvalue.AsDict(counts))
@@ -300,6 +298,8 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     specials = Specials(cls=info.special_ids["cls"], sep=info.special_ids["sep"])
     token_dtype = _dtype(info.vocab_size)
     store = read_store_stats(config.input)
+    # Stores written before dedup counted bytes have no bytes_out: estimate from footers.
+    text_bytes = int(store.get("bytes_out") or store_totals(config.input)[1])
     settings = InstanceSettings(
         mode=config.mode,
         max_seq_len=config.max_seq_len,
@@ -309,28 +309,22 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
         dupe_factor=config.dupe_factor,
         short_seq_prob=config.short_seq_prob,
         language=config.language,
-        # Sized from the store's stats.json; neither changes which shards come out.
-        bucket_bits=dealing.bucket_bits_for(int(store.get("bytes_out", 0)) * config.dupe_factor),
+        # Sized from the store's text; neither changes which shards come out.
+        bucket_bits=dealing.bucket_bits_for(text_bytes * config.dupe_factor),
         documents=int(store.get("documents_out", 0)),
     )
     out = prepare_output_dir(config.output, BEAM_FS)
     staging = BEAM_FS.join(out, f".staging-{uuid.uuid4().hex[:12]}")
-    # Token ids are about a quarter of the text's bytes; pair modes shuffle documents and
-    # then sequences, the deal shuffles them twice more.
-    shuffle = shuffle_for(
-        options,
-        BEAM_FS.join(staging, "shuffle"),
-        int(store.get("bytes_out", 0)) * config.dupe_factor,
-    )
+    # Buckets sized by the text: its token ids take fewer bytes than it does.
+    shuffled = text_bytes * config.dupe_factor
+    shuffle = shuffle_for(options, BEAM_FS.join(staging, "shuffle"), shuffled)
     write = _WriteShard(
         out, config.block_size, token_dtype, config.mode in PAIR_MODES, _mask_spec(config, info)
     )
     try:
         with beam.Pipeline(options=options) as p:
             # pyarrow Tables: whole row groups of the store, never one dict per document.
-            tables = p | "Read" >> beam.io.ReadFromParquetBatched(
-                require_documents(config.input), columns=["id", "text"]
-            )
+            tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
             # (bucket, SequenceBatch): training sequences, [CLS] ... [SEP], in no order yet.
             batches = tables | "BuildInstances" >> BuildInstances(
                 info.tokenizer.to_str(), settings, config.input, shuffle

@@ -127,7 +127,12 @@ class _ReadBucket(beam.DoFn):
 
 class GroupThroughFiles(beam.PTransform):
     """(key, value) -> (key, [values]), as beam.GroupByKey, through files under `directory`
-    (which the caller removes when the pipeline is done, on success or failure)."""
+    (which the caller removes when the pipeline is done, on success or failure).
+
+    The input may be a tuple of PCollections: each is spilled where it is made. (A Flatten
+    before the spill would not be: on the DirectRunner a Flatten that feeds a DoFn holds
+    its whole output in memory.)
+    """
 
     def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
         super().__init__()
@@ -138,12 +143,25 @@ class GroupThroughFiles(beam.PTransform):
 
     def expand(self, pairs: Any) -> Any:
         spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder)
+        if isinstance(pairs, tuple | list):
+            spilled = [pc | f"Spill{i}" >> beam.ParDo(spill) for i, pc in enumerate(pairs)]
+            ranges = spilled | "AllSpills" >> beam.Flatten()
+        else:
+            ranges = pairs | "Spill" >> beam.ParDo(spill)
         return (
-            pairs
-            | "Spill" >> beam.ParDo(spill)
+            ranges
             | "GroupSpills" >> beam.GroupByKey()
             | "ReadBuckets" >> beam.ParDo(_ReadBucket(self.key_coder, self.value_coder))
         )
+
+
+class _FlattenAndGroup(beam.PTransform):
+    """beam.GroupByKey over one PCollection or a tuple of them."""
+
+    def expand(self, pairs: Any) -> Any:
+        if isinstance(pairs, tuple | list):
+            pairs = pairs | "Flatten" >> beam.Flatten()
+        return pairs | "GroupByKey" >> beam.GroupByKey()
 
 
 class _Tagged(Coder):  # type: ignore[misc]
@@ -183,9 +201,10 @@ class Shuffle:
     buckets: int = 64
 
     def group_by_key(self, name: str, key_coder: Coder, value_coder: Coder) -> beam.PTransform:
-        """A PTransform (key, value) -> (key, iterable of values)."""
+        """A PTransform (key, value) -> (key, iterable of values), applied to one
+        PCollection or a tuple of them."""
         if self.directory is None:
-            return beam.GroupByKey()
+            return _FlattenAndGroup()
         return GroupThroughFiles(
             BEAM_FS.join(self.directory, name), self.buckets, key_coder, value_coder
         )
@@ -213,13 +232,8 @@ class _CoGroupThroughFiles(beam.PTransform):
     def expand(self, inputs: Mapping[str, Any]) -> Any:
         if sorted(inputs) != self.tags:
             raise ValueError(f"inputs {sorted(inputs)} do not match the coders' {self.tags}")
-        tagged = [
+        tagged = tuple(
             inputs[tag] | f"Tag{tag.title()}" >> beam.Map(_tag, i)
             for i, tag in enumerate(self.tags)
-        ]
-        return (
-            tagged
-            | "AllInputs" >> beam.Flatten()
-            | "Group" >> self.group
-            | "Untag" >> beam.Map(_untag, self.tags)
         )
+        return tagged | "Group" >> self.group | "Untag" >> beam.Map(_untag, self.tags)

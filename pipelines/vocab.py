@@ -42,7 +42,7 @@ from clozeworks.corpus.vocab.stats import heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
-from clozeworks.pipelines.documents_io import require_documents
+from clozeworks.pipelines.documents_io import ReadDocumentTables, store_totals
 from clozeworks.pipelines.options import is_local, pipeline_options
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.special_tokens import special_tokens_for
@@ -65,19 +65,6 @@ class VocabRunConfig:
     sample_bytes: int | None = DEFAULT_SAMPLE_BYTES  # None or 0: no limit
     heldout_docs: int = DEFAULT_HELDOUT_DOCS
     show_progress: bool = False
-
-
-class ReadDocumentTexts(beam.PTransform):
-    """A document store -> pyarrow Tables of its `id` and `text` columns (one per batch)."""
-
-    def __init__(self, directory: str) -> None:
-        super().__init__()
-        self.pattern = require_documents(directory)
-
-    def expand(self, pbegin: Any) -> Any:
-        return pbegin | "ReadParquetBatches" >> beam.io.ReadFromParquetBatched(
-            self.pattern, columns=["id", "text"]
-        )
 
 
 class _SplitBatch(beam.DoFn):
@@ -150,28 +137,6 @@ class _WriteJson(beam.DoFn):
         with BEAM_FS.create(self.path) as f:
             f.write(json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
         yield self.path
-
-
-def store_totals(directory: str) -> tuple[int, int]:
-    """(documents, approximate text bytes) of a document store, from Parquet footers."""
-    pattern = require_documents(directory)
-    files = BEAM_FS.match(pattern)
-    documents = text_bytes = 0
-    for path in files:
-        try:
-            with BEAM_FS.open(path) as f:
-                meta = pq.read_metadata(f)
-        except Exception as err:
-            raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
-        documents += meta.num_rows
-        text_col = meta.schema.names.index("text") if "text" in meta.schema.names else None
-        for rg in range(meta.num_row_groups):
-            group = meta.row_group(rg)
-            if text_col is not None:
-                # Plain-encoded strings carry a 4-byte length each.
-                col = group.column(text_col)
-                text_bytes += max(0, col.total_uncompressed_size - 4 * group.num_rows)
-    return documents, text_bytes
 
 
 def _is_local(path: str) -> bool:
@@ -286,7 +251,7 @@ def _draw_samples(
 ) -> dict[str, int]:
     """Run the Beam pipeline that writes the samples (and character counts) to `staging`."""
     with beam.Pipeline(options=options) as p:
-        tables = p | "Read" >> ReadDocumentTexts(config.input)
+        tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
         # Training-sample chunks (main) and held-out chunks (tagged).
         parts = tables | "Sample" >> SampleForVocab(rates)
         _ = parts.sample | "WriteSample" >> beam.io.WriteToParquetBatched(
