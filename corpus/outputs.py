@@ -94,10 +94,20 @@ class OutputFS(ABC):
             return json.loads(f.read().decode("utf-8"))
 
     def new_staging_dir(self, output: str) -> str:
-        """A fresh `output/.staging-<run>/` for a stage's files until `commit`."""
+        """A fresh `output/.staging-<run>/` for a stage's files until `commit`. Staging
+        directories an interrupted run left there (a kill -9 runs no cleanup) go first:
+        a run owns its output directory."""
+        for stale in self.staging_dirs(output):
+            self.remove_tree(stale)
         staging = self.join(output, f".staging-{uuid.uuid4().hex[:12]}")
         self.mkdirs(staging)
         return staging
+
+    def staging_dirs(self, output: str) -> list[str]:
+        """The `.staging-*` directories in `output`."""
+        prefix = self.join(output, "")
+        found = self.match(self.join(output, ".staging-*", "**"))
+        return sorted({prefix + p[len(prefix) :].split("/", 1)[0] for p in found})
 
     def commit(
         self, staging: str, output: str, pattern: str, marker: str, marker_data: Any
@@ -152,6 +162,9 @@ class LocalFS(OutputFS):
 
     def remove_tree(self, directory: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)
+
+    def staging_dirs(self, output: str) -> list[str]:
+        return sorted(glob.glob(os.path.join(glob.escape(output), ".staging-*")))
 
 
 LOCAL = LocalFS()

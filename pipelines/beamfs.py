@@ -13,7 +13,7 @@ from typing import IO
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from clozeworks.corpus.outputs import OutputFS
+from clozeworks.corpus.outputs import LOCAL, OutputFS
 from clozeworks.schemas.errors import BadInputError
 
 
@@ -50,6 +50,11 @@ class BeamFS(OutputFS):
                 raise BadInputError(f"{directory}: exists and is not a directory")
             os.makedirs(directory, exist_ok=True)
         # Object stores have no directories to make.
+
+    def staging_dirs(self, output: str) -> list[str]:
+        if FileSystems.get_scheme(output) in (None, "file"):
+            return LOCAL.staging_dirs(output)
+        return super().staging_dirs(output)  # object stores: prefixes of the objects
 
     def remove_tree(self, directory: str) -> None:
         leftovers = self.match(self.join(directory, "**")) or self.match(self.join(directory, "*"))

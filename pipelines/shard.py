@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,7 +313,7 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
         documents=int(store.get("documents_out", 0)),
     )
     out = prepare_output_dir(config.output, BEAM_FS)
-    staging = BEAM_FS.join(out, f".staging-{uuid.uuid4().hex[:12]}")
+    staging = BEAM_FS.new_staging_dir(out)
     # Buckets sized by the text: its token ids take fewer bytes than it does.
     shuffled = text_bytes * config.dupe_factor
     shuffle = shuffle_for(options, BEAM_FS.join(staging, "shuffle"), shuffled)

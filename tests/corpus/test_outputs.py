@@ -90,3 +90,16 @@ def test_mkdirs_refuses_a_file_in_the_way(fs: OutputFS, tmp_path: Path) -> None:
     fs.mkdirs(str(tmp_path / "new" / "dir"))
     fs.mkdirs(str(tmp_path / "new" / "dir"))
     assert (tmp_path / "new" / "dir").is_dir()
+
+
+@BACKENDS
+def test_a_new_staging_dir_removes_what_an_interrupted_run_left(
+    fs: OutputFS, tmp_path: Path
+) -> None:
+    # What a kill -9 leaves: a staging directory with files, nested ones too.
+    (tmp_path / ".staging-deadbeef" / "shuffle").mkdir(parents=True)
+    (tmp_path / ".staging-deadbeef" / "shuffle" / "a.spill").write_bytes(b"x" * 100)
+    (tmp_path / ".staging-deadbeef" / "part-0.parquet").write_bytes(b"x")
+    (tmp_path / "stats.json").write_text("{}")  # the committed output stays
+    staging = fs.new_staging_dir(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(staging).name, "stats.json"])
