@@ -248,15 +248,10 @@ def read_store_stats(directory: str) -> dict[str, Any]:
 
 def store_totals(directory: str) -> tuple[int, int]:
     """(documents, approximate text bytes) of a document store, from Parquet footers."""
-    pattern = require_documents(directory)
-    files = BEAM_FS.match(pattern)
+    files = BEAM_FS.match(require_documents(directory))
     documents = text_bytes = 0
     for path in files:
-        try:
-            with BEAM_FS.open(path) as f:
-                meta = pq.read_metadata(f)
-        except Exception as err:
-            raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
+        meta = _footer(path)
         documents += meta.num_rows
         text_col = meta.schema.names.index("text") if "text" in meta.schema.names else None
         for rg in range(meta.num_row_groups):
@@ -268,14 +263,18 @@ def store_totals(directory: str) -> tuple[int, int]:
     return documents, text_bytes
 
 
-def _row_groups_of(path: str) -> Iterator[tuple[str, int]]:
-    """(path, row group) for each row group of one Parquet file, from its footer."""
+def _footer(path: str) -> Any:
+    """The Parquet metadata of `path`; BadInputError naming it if it is not Parquet."""
     try:
         with BEAM_FS.open(path) as f:
-            groups = pq.read_metadata(f).num_row_groups
+            return pq.read_metadata(f)
     except Exception as err:
         raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
-    for group in range(groups):
+
+
+def _row_groups_of(path: str) -> Iterator[tuple[str, int]]:
+    """(path, row group) for each row group of one Parquet file, from its footer."""
+    for group in range(_footer(path).num_row_groups):
         yield path, group
 
 
