@@ -28,6 +28,7 @@ from typing import IO, Any, cast
 
 import zstandard
 
+from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
 FORMATS = ("jsonl", "parquet", "txt")
@@ -116,7 +117,8 @@ def decompressing(raw: IO[bytes], path: str) -> IO[bytes]:
     if lower.endswith(".gz"):
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw))
     if lower.endswith((".zst", ".zstd")):
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        checked = cast(IO[bytes], FrameCheckingReader(raw))
+        reader = zstandard.ZstdDecompressor().stream_reader(checked, read_across_frames=True)
         return cast(IO[bytes], io.BufferedReader(reader, buffer_size=_READ_BYTES))
     if lower.endswith(".bz2"):
         return cast(IO[bytes], bz2.BZ2File(raw))

@@ -182,6 +182,32 @@ def test_every_format_and_compression(tmp_path) -> None:
     assert f"{raw}/e.parquet#2" in ids and f"{raw}/f.parquet.gz#1" in ids
 
 
+COMPRESSORS = {
+    "gz": gzip.compress,
+    "zst": zstandard.ZstdCompressor().compress,
+    "bz2": bz2.compress,
+    "xz": lzma.compress,
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_a_truncated_compressed_file_is_an_error_never_a_short_read(
+    tmp_path, capsys, suffix
+) -> None:
+    # 3,000 records cut at 70%: a reader that stops where the bytes stop would "clean" fewer
+    # documents and exit 0.
+    line = '{"text": "record %d %s"}\n'
+    records = "".join(line % (i, "word " * 20) for i in range(3000))
+    whole = COMPRESSORS[suffix](records.encode())
+    broken = tmp_path / "raw" / f"broken.jsonl.{suffix}"
+    broken.parent.mkdir()
+    broken.write_bytes(whole[: int(len(whole) * 0.7)])
+    code = main(["clean", "--input", str(broken), "--output", str(tmp_path / "docs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and f"broken.jsonl.{suffix}: cannot read" in err and "\n" not in err
+    assert not (tmp_path / "docs" / "stats.json").exists()
+
+
 def test_bad_files_are_one_line_errors_naming_them(tmp_path, capsys) -> None:
     with pytest.raises(BadInputError, match="nothing-here"):
         run_clean(CleanConfig(inputs=[str(tmp_path / "nothing-here")], output=str(tmp_path / "o")))
