@@ -312,7 +312,18 @@ def _document(
     if not value.strip():
         return Rejected("empty_text", source, position, sample=_sample(raw))
     doc_id = make_id(source, position) if record_id is None else str(record_id)
+    if _unencodable(value) or _unencodable(doc_id):
+        # JSON may spell a lone surrogate ("\ud800"): valid JSON, not encodable text.
+        return Rejected("bad_utf8", source, position, "lone surrogate", _sample(raw))
     return RawDocument(doc_id, value, source)
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _too_long(source: str, position: int, limit: int) -> Rejected:
@@ -347,6 +358,9 @@ def read_jsonl(
             record = json.loads(line)
         except json.JSONDecodeError as err:
             yield Rejected("bad_json", source, lineno, err.msg, _sample(raw))
+            continue
+        except RecursionError:
+            yield Rejected("bad_json", source, lineno, "nested too deeply", _sample(raw))
             continue
         if not isinstance(record, dict):
             yield Rejected("bad_json", source, lineno, "not an object", _sample(raw))

@@ -83,6 +83,22 @@ def test_jsonl_bad_records_are_counted_by_reason() -> None:
     assert records[-1].position == 10
 
 
+def test_valid_json_that_is_not_text_is_counted_not_raised() -> None:
+    # Each of these once killed a whole clean job: a lone surrogate is valid JSON but cannot
+    # be written as UTF-8, and deep nesting exhausts the parser's recursion.
+    lines = [
+        b'{"text": "lone \\ud800 surrogate"}',
+        b'{"text": "fine", "id": "bad \\udfff id"}',
+        b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"text": "still read", "id": "ok"}',
+    ]
+    stream = io.BytesIO(b"\n".join(lines) + b"\n")
+    options = ReadOptions(id_field="id", max_record_bytes=1 << 20)
+    records = list(read_jsonl(stream, "in.jsonl", options))
+    assert reasons(records) == ["bad_utf8", "bad_utf8", "bad_json", "ok"]
+    assert records[2].detail == "nested too deeply" and records[3].id == "ok"
+
+
 def test_ids_are_stable_across_reads() -> None:
     data = b'{"text": "a"}\n{"text": "b"}\n'
     first = [r.id for r in read_jsonl(io.BytesIO(data), "x.jsonl")]
