@@ -23,6 +23,7 @@ from typing import IO, Any
 import numpy as np
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
+from clozeworks.corpus.shards.npy import load_npy
 from clozeworks.schemas.errors import ClozeError
 from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
 
@@ -136,10 +137,6 @@ def encode_block(block: Block) -> dict[str, bytes]:
         if array is not None:
             out[f"{name}.npy"] = _npy_bytes(array)
     return out
-
-
-def load_npy(data: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
 def decode_block(

@@ -12,6 +12,7 @@ accepts only plain numeric dtypes and the fallback passes `allow_pickle=False`.
 from __future__ import annotations
 
 import io
+import math
 import re
 
 import numpy as np
@@ -34,4 +35,28 @@ def load_npy_readonly(data: bytes) -> np.ndarray:
             count = int(match.group(2))
             if len(data) - start == count * dtype.itemsize:
                 return np.frombuffer(data, dtype=dtype, count=count, offset=start)
+    return load_npy(data)
+
+
+def load_npy(data: bytes) -> np.ndarray:
+    """`np.load` of `data`, once its header's shape is known to match the bytes there are.
+
+    `np.load` allocates the array its header describes before reading into it, so a
+    damaged header claiming 10^12 elements was a MemoryError rather than a bad array."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise ValueError(f".npy format version {version} is not one clozeworks writes")
+    if dtype.hasobject:
+        raise ValueError("object arrays are never loaded (they would need unpickling)")
+    expected = math.prod(shape) * dtype.itemsize
+    if expected != len(data) - stream.tell():
+        raise ValueError(
+            f"header says shape {shape} of {dtype} ({expected} bytes) "
+            f"but {len(data) - stream.tell()} bytes follow it"
+        )
     return np.load(io.BytesIO(data), allow_pickle=False)

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clozeworks.corpus.shards.npy import load_npy_readonly
+from clozeworks.corpus.shards.blocks import ShardFormatError, decode_block
+from clozeworks.corpus.shards.npy import load_npy, load_npy_readonly
 
 DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int64", "float32", "float64"]
 
@@ -37,5 +38,33 @@ def test_bad_bytes_raise_what_np_load_raises() -> None:
         load_npy_readonly(b"not an npy file at all")
     pickled = io.BytesIO()
     np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(ValueError, match="allow_pickle=False"):
-        load_npy_readonly(pickled.getvalue())  # never unpickled
+    for load in (load_npy, load_npy_readonly):
+        with pytest.raises(ValueError, match="never loaded"):
+            load(pickled.getvalue())  # never unpickled
+
+
+def forged(shape: tuple[int, ...], data: bytes) -> bytes:
+    """An .npy file whose header claims `shape` of uint16, followed by `data`."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": "<u2", "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue() + data
+
+
+@pytest.mark.parametrize("load", [load_npy, load_npy_readonly])
+def test_a_header_claiming_a_huge_shape_is_refused_before_allocating(load) -> None:
+    data = np.arange(100, dtype=np.uint16).tobytes()
+    assert np.array_equal(load(forged((100,), data)), np.arange(100))  # the forger is right
+    for shape in ((10**12,), (10**5, 10**5, 10**5), (101,)):
+        with pytest.raises(ValueError, match="header says shape"):
+            load(forged(shape, data))
+
+
+def test_decode_block_names_the_shard_for_a_forged_header() -> None:
+    members = {
+        "tokens.npy": forged((10**12,), np.arange(4, dtype=np.uint16).tobytes()),
+        "offsets.npy": npy(np.array([0, 4], dtype=np.int64)),
+    }
+    with pytest.raises(ShardFormatError, match=r"s\.tar.*block 000.*tokens\.npy"):
+        decode_block(members, "s.tar", "000")
