@@ -199,7 +199,19 @@ class Manifest:
             shards=shards,
         )
         manifest._check_shards(source)
+        totals = f.get_obj("totals", None)
+        if totals is not None:  # written for people; must agree with what it summarizes
+            manifest._check_totals(source, totals)
         return manifest
+
+    def _check_totals(self, source: str, totals: Fields) -> None:
+        for key in ("sequences", "tokens", "bytes"):
+            stated = totals.get_int(key, None)
+            actual = getattr(self, key)
+            if stated is not None and stated != actual:
+                raise SchemaError(
+                    source, f"totals.{key}", f"says {stated} but the shards add up to {actual}"
+                )
 
     def _check_shards(self, source: str) -> None:
         names = [s.name for s in self.shards]

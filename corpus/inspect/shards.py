@@ -240,7 +240,11 @@ def _tokenizer_copy(
     """The shard set's tokenizer copy, for token strings; None (with a warning) if unusable."""
     where = directory / TOKENIZER_DIR
     if not (where / TOKENIZER_FILE).is_file():
-        warnings.append(f"{where}: no {TOKENIZER_FILE}, so tokens are shown as ids")
+        message = f"no {TOKENIZER_DIR}/{TOKENIZER_FILE}: the set cannot be decoded or exported"
+        if verify:  # a shard set is published with its tokenizer
+            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": message})
+        else:
+            warnings.append(f"{message}; tokens are shown as ids")
         return None
     try:
         info = load_tokenizer(where)

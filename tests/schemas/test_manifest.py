@@ -106,6 +106,16 @@ def test_block_count_must_match_sequences() -> None:
         Manifest.from_dict(data)
 
 
+@pytest.mark.parametrize("key", ["sequences", "tokens", "bytes"])
+def test_totals_that_disagree_with_the_shards_are_refused(key) -> None:
+    data = make_manifest().to_dict()
+    data["totals"][key] += 1000
+    with pytest.raises(SchemaError, match=rf"totals\.{key}.*says"):
+        Manifest.from_dict(data)
+    del data["totals"]  # older manifests may not carry totals at all
+    assert Manifest.from_dict(data) == make_manifest()
+
+
 def test_not_json_is_a_schema_error() -> None:
     with pytest.raises(SchemaError, match="not valid JSON"):
         Manifest.from_json("{nope", "m.json")

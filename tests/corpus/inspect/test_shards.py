@@ -241,6 +241,7 @@ def test_truncation_the_manifest_agrees_with_is_still_caught(sets, tmp_path) -> 
     path.write_bytes(data[:cut])
     manifest = json.loads((directory / "manifest.json").read_text())
     manifest["shards"][0]["bytes"] = cut
+    manifest["totals"]["bytes"] -= len(data) - cut
     (directory / "manifest.json").write_text(json.dumps(manifest))
     verified = problems_by_shard(shard_summary(directory, verify=True))
     assert verified[names[0]][0] == "sha256 does not match the manifest"
@@ -297,6 +298,15 @@ def test_stray_shards_and_foreign_tokenizer_are_reported(sets, tmp_path) -> None
             "problem": "tokenizer.json's sha256 differs from the manifest's tokenizer fingerprint",
         }
     ]
+
+
+def test_a_missing_tokenizer_copy_fails_verification(sets, tmp_path) -> None:
+    directory, _ = damaged_copy(sets["packed"], tmp_path / "d")
+    shutil.rmtree(directory / "tokenizer")
+    assert shard_summary(directory)["problems"] == []  # still readable, as ids
+    verified = shard_summary(directory, verify=True)
+    assert [p["shard"] for p in verified["problems"]] == ["tokenizer/"]
+    assert "cannot be decoded" in verified["problems"][0]["problem"]
 
 
 def peak_bytes(directory: Path) -> int:
