@@ -48,8 +48,8 @@ from clozeworks.trainer.metrics import (
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.objectives import check_objectives, objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler
+from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
 
-CONFIG_FILE = "config.json"
 MAX_NONFINITE_IN_A_ROW = 5
 __all__ = ["CONFIG_FILE", "METRICS_FILE", "TrainSummary", "build_model", "train"]
 
@@ -101,15 +101,25 @@ def mix_seed(*parts: int) -> int:
 
 
 def train(
-    config: TrainConfig, data: Path, run: Path, resume: bool = False, progress: bool = True
+    config: TrainConfig,
+    data: Path,
+    run: Path,
+    resume: bool = False,
+    progress: bool = True,
+    overwrite: bool = False,
 ) -> TrainSummary:
     """Train per `config` on the shard set `data`, writing the run directory `run`.
 
     Under `torchrun` every rank calls this; rank 0 writes. UsageError / BadInputError for
-    a config the data cannot serve, ClozeError when the loss stays non-finite.
+    a config the data cannot serve or a run directory that is not this run's (see
+    `rundir`), ClozeError when the loss stays non-finite.
     """
     d = setup(config.device)
     try:
+        # Rank 0 decides and every rank raises the same error, so none waits on the others.
+        problem = d.gather_json(claim_problem(Path(run), resume, overwrite) if d.main else None)[0]
+        if problem is not None:
+            raise UsageError(problem)
         return _Run(config, Path(data), Path(run), d).train(resume, progress)
     finally:
         teardown(d)

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         log_every=max(1, min(25, args.steps // 4)),
     )
     run_dir = root / "run"
-    summary = train(config, Path(paths.shards), run_dir, progress=not args.no_progress)
+    # The demo rebuilds everything under its output, its own earlier run included.
+    summary = train(
+        config, Path(paths.shards), run_dir, progress=not args.no_progress, overwrite=True
+    )
     print()
     print(render(shard_summary(Path(paths.shards), verify=True)))
     print(render(run_summary(run_dir)))

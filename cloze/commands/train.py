@@ -58,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         Path(args.output),
         resume=args.resume,
         progress=not args.no_progress,
+        overwrite=args.overwrite,
     )
     if summary.rank != 0 or summary.first_mlm_loss is None or summary.last_mlm_loss is None:
         return 0  # another rank reports, or there was nothing left to train

@@ -85,6 +85,7 @@ def test_resuming_from_a_checkpoint_is_bit_identical(
     broken.mkdir()
     shutil.copytree(whole / "step-0000004", broken / "step-0000004")
     shutil.copy(whole / "metrics.jsonl", broken / "metrics.jsonl")
+    shutil.copy(whole / "config.json", broken / "config.json")
     (broken / ".step-0000008.tmp").mkdir()
     (broken / ".step-0000008.tmp" / "model.safetensors").write_bytes(b"partial")
     train(config, data, broken, resume=True, progress=False)
