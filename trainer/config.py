@@ -12,6 +12,7 @@ A config file (TOML or JSON) overrides any field: top-level keys, and the tables
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -24,6 +25,76 @@ FAMILIES = ("bert", "roberta", "albert", "electra")
 SHARING = ("none", "all", "attention", "ffn")
 OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
 SENTENCE_OBJECTIVES = ("nsp", "sop", "sso")
+
+_MODEL_COUNTS = (
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+    "max_position",
+    "pad_vocab_to",
+    "sbo_max_span",
+)
+_TRAIN_COUNTS = (
+    "batch_size",
+    "grad_accum",
+    "max_steps",
+    "save_every",
+    "log_every",
+    "keep",
+    "shuffle_buffer",
+    "eval_batches",
+)
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "str": str,
+}
+
+
+def _check_types(obj: Any, section: str) -> None:
+    """Each scalar field holds its annotated type, so a TOML slip (`hidden_size = "768"`,
+    `dropout = true`) is named here rather than failing deep inside the model."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        kinds = [k.strip() for k in str(f.type).split("|")]
+        if value is None and "None" in kinds:
+            continue
+        expected = _TYPES.get(kinds[0])
+        if expected is None:
+            continue
+        if not isinstance(value, expected) or (isinstance(value, bool) and kinds[0] != "bool"):
+            raise UsageError(f"{_name(section, f.name)} must be {kinds[0]}, got {value!r}")
+
+
+def _name(section: str, name: str) -> str:
+    return f"{section}.{name}" if section else name
+
+
+def _at_least(obj: Any, section: str, name: str, minimum: int) -> None:
+    value = getattr(obj, name)
+    if value < minimum:
+        raise UsageError(f"{_name(section, name)} must be >= {minimum}, got {value}")
+
+
+def _between(
+    obj: Any,
+    section: str,
+    name: str,
+    low: float,
+    high: float,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> None:
+    """`low <= value <= high` (strict on an open side); NaN is never in range."""
+    value = getattr(obj, name)
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below):
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise UsageError(f"{_name(section, name)} must be in {interval}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -59,6 +130,18 @@ class ModelConfig:
     sbo_max_span: int = 32
 
     def __post_init__(self) -> None:
+        _check_types(self, "model")
+        for name in _MODEL_COUNTS:
+            _at_least(self, "model", name, 1)
+        _at_least(self, "model", "type_vocab_size", 0)
+        _at_least(self, "model", "pad_token_id", 0)
+        if self.embedding_size is not None:
+            _at_least(self, "model", "embedding_size", 1)
+        _between(self, "model", "dropout", 0.0, 1.0, high_open=True)
+        _between(self, "model", "attention_dropout", 0.0, 1.0, high_open=True)
+        _between(self, "model", "layer_norm_eps", 0.0, math.inf, low_open=True, high_open=True)
+        _between(self, "model", "initializer_range", 0.0, math.inf, low_open=True, high_open=True)
+        _between(self, "model", "rtd_weight", 0.0, math.inf, high_open=True)
         if self.family not in FAMILIES:
             raise UsageError(f"model family {self.family!r} is not one of {', '.join(FAMILIES)}")
         if self.share not in SHARING:
@@ -91,8 +174,18 @@ class OptimConfig:
     decay_steps: int | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self, "optim")
         if self.name not in ("adamw", "lamb"):
             raise UsageError(f"optim.name {self.name!r} is not one of adamw, lamb")
+        _between(self, "optim", "lr", 0.0, math.inf, low_open=True, high_open=True)
+        _between(self, "optim", "beta1", 0.0, 1.0, high_open=True)
+        _between(self, "optim", "beta2", 0.0, 1.0, high_open=True)
+        _between(self, "optim", "eps", 0.0, math.inf, low_open=True, high_open=True)
+        _between(self, "optim", "weight_decay", 0.0, math.inf, high_open=True)
+        _between(self, "optim", "grad_clip", 0.0, math.inf, high_open=True)  # 0: no clipping
+        _at_least(self, "optim", "warmup_steps", 0)
+        if self.decay_steps is not None:
+            _at_least(self, "optim", "decay_steps", 1)
 
 
 OPTIM_PRESETS: dict[str, OptimConfig] = {
@@ -148,9 +241,11 @@ class TrainConfig:
             raise UsageError(
                 f"unknown objective(s) {', '.join(unknown)}; choose from {', '.join(OBJECTIVES)}"
             )
-        for name in ("batch_size", "grad_accum", "max_steps", "save_every", "log_every"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"{name} must be >= 1, got {getattr(self, name)}")
+        _check_types(self, "")
+        for name in _TRAIN_COUNTS:
+            _at_least(self, "", name, 1)
+        _at_least(self, "", "num_workers", 0)
+        _at_least(self, "", "eval_every", 0)
         if self.precision not in ("auto", "fp32", "bf16"):
             raise UsageError(f"precision {self.precision!r} is not one of auto, fp32, bf16")
 
@@ -183,6 +278,8 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
                 raise UsageError(f"{source}: unknown {key} setting(s): {', '.join(bad)}")
             try:
                 changes[key] = replace(section, **value)
+            except UsageError as err:
+                raise UsageError(f"{source}: {err}") from None
             except (TypeError, ValueError) as err:
                 raise UsageError(f"{source}: [{key}]: {err}") from None
         elif key == "phase2":
@@ -191,7 +288,10 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
             changes[key] = tuple(value) if key == "objectives" else value
         else:
             raise UsageError(f"{source}: unknown setting {key!r}")
-    return replace(config, **changes)
+    try:
+        return replace(config, **changes)
+    except UsageError as err:
+        raise UsageError(f"{source}: {err}") from None
 
 
 def _phase2(value: Any, source: str) -> Phase2Config:

@@ -1,5 +1,6 @@
 import pytest
 
+from clozeworks.cli import main
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import MODEL_PRESETS, load_config_file, preset
 
@@ -34,13 +35,27 @@ def test_a_toml_file_overrides_any_field(tmp_path) -> None:
         ("bogus = 1\n", "unknown setting 'bogus'"),
         ('[masking]\nkind = "words"\n', "masking"),
         ('objectives = ["mlm", "xyz"]\n', "unknown objective"),
+        # Values that once gave a traceback, or were accepted and failed later.
+        ("[model]\nnum_heads = 0\n", r"model\.num_heads must be >= 1"),
+        ("[model]\nhidden_size = -8\n", r"model\.hidden_size must be >= 1"),
+        ("[model]\nnum_layers = 0\n", r"model\.num_layers must be >= 1"),
+        ("[model]\ndropout = 2\n", r"model\.dropout must be in \[0, 1\)"),
+        ('[model]\nhidden_size = "768"\n', r"model\.hidden_size must be int"),
+        ("[model]\npre_ln = 1\n", r"model\.pre_ln must be bool"),
+        ("[optim]\nlr = nan\n", r"optim\.lr must be in \(0, inf\), got nan"),
+        ("[optim]\nlr = 0\n", r"optim\.lr must be in"),
+        ("[optim]\nwarmup_steps = -5\n", r"optim\.warmup_steps must be >= 0"),
+        ("[optim]\nbeta2 = 1.0\n", r"optim\.beta2 must be in \[0, 1\)"),
+        ("keep = 0\n", "keep must be >= 1"),
+        ("batch_size = true\n", "batch_size must be int"),
     ],
 )
 def test_bad_settings_are_named(tmp_path, text: str, message: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(UsageError, match=message) as caught:
         load_config_file(path, preset("bert-tiny"))
+    assert str(caught.value).startswith(str(path))  # names the file it came from
 
 
 def test_a_file_that_is_not_toml_is_bad_input(tmp_path) -> None:
@@ -73,3 +88,10 @@ def test_presets_follow_the_papers() -> None:
         0.01,
         10_000,
     )
+
+
+def test_bad_flag_values_are_one_line_errors(tmp_path, capsys) -> None:
+    for flags in (["--lr", "nan"], ["--warmup-steps", "-5"], ["--batch-size", "0"]):
+        code = main(["train", "--data", str(tmp_path), "--output", str(tmp_path / "r"), *flags])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "command line:" in err and "\n" not in err, (flags, err)
