@@ -332,13 +332,17 @@ def iter_blocks_from(
 
 
 def iter_groups(
-    tar: tarfile.TarFile, name: str, want: Callable[[str], bool] | None = None
+    tar: tarfile.TarFile,
+    name: str,
+    want: Callable[[str], bool] | None = None,
+    max_member_bytes: int | None = None,
 ) -> Iterator[tuple[str, dict[str, bytes], int]]:
     """(key, {extension: bytes}, byte offset of its first header) per run of same-key members.
 
     Members of keys `want` rejects are listed with empty data and not read, so a seekable
     tar skips over them. ShardFormatError naming the byte offset for a member that is not a
-    regular file, appears twice or is cut short, and for anything `tarfile` cannot parse.
+    regular file, appears twice, is cut short or (given `max_member_bytes`) claims more
+    bytes than a block can hold, and for anything `tarfile` cannot parse.
     """
     key: str | None = None
     members: dict[str, bytes] = {}
@@ -358,6 +362,9 @@ def iter_groups(
             if want is not None and not want(this):
                 members[ext] = b""
                 continue
+            if max_member_bytes is not None and info.size > max_member_bytes:
+                problem = f"{info.name} claims {info.size} bytes; a block holds at most "
+                raise ShardFormatError(name, f"byte {offset}", problem + str(max_member_bytes))
             stream = tar.extractfile(info)
             assert stream is not None
             members[ext] = stream.read()

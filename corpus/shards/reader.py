@@ -87,6 +87,7 @@ class ShardSpec:
     token_dtype: str
     vocab_size: int
     members: frozenset[str]
+    max_seq_len: int = 1 << 15
 
     @classmethod
     def from_manifest(cls, manifest: Manifest, info: ShardInfo) -> ShardSpec:
@@ -105,7 +106,15 @@ class ShardSpec:
             token_dtype=manifest.token_dtype,
             vocab_size=manifest.vocab_size,
             members=frozenset(members),
+            max_seq_len=manifest.max_seq_len,
         )
+
+    @property
+    def max_member_bytes(self) -> int:
+        """The largest member a block of this set can hold (every array is at most
+        block_size x max_seq_len entries of 8 bytes), so a tar header claiming more is
+        refused before anything is allocated for it."""
+        return (self.block_size + 1) * self.max_seq_len * 8 + 4096
 
     @property
     def index(self) -> int:
@@ -205,7 +214,9 @@ class ShardReader:
                 self._file.close()
             problem = "read failed" if isinstance(err, OSError) else "not a valid tar"
             raise ShardFormatError(self.spec.name, f"byte {offset}", f"{problem} ({err})") from None
-        self._groups = iter_groups(self._tar, self.spec.name, self._want)
+        self._groups = iter_groups(
+            self._tar, self.spec.name, self._want, self.spec.max_member_bytes
+        )
         self.next_block = block
 
     def _want(self, key: str) -> bool:
@@ -300,6 +311,16 @@ def _check_block_against(block: Block, spec: ShardSpec, where: str, sequences: i
     if block.tokens.size and int(block.tokens.max()) >= spec.vocab_size:
         raise bad(f"token id {int(block.tokens.max())} is outside the vocabulary")
     lengths = np.diff(block.offsets)
+    if lengths.size and (int(lengths.min()) < 1 or int(lengths.max()) > spec.max_seq_len):
+        raise bad(
+            f"a sequence of {int(lengths.min()) if lengths.min() < 1 else int(lengths.max())} "
+            f"tokens; the manifest's sequences hold 1..{spec.max_seq_len}"
+        )
+    if block.labels is not None and np.any((block.labels < 0) | (block.labels > 2)):
+        raise bad("a sentence label outside 0..2")
+    labels = block.mlm_labels
+    if labels is not None and labels.size and int(labels.max()) >= spec.vocab_size:
+        raise bad(f"pre-masked label {int(labels.max())} is outside the vocabulary")
     if block.segments is not None and np.any((block.segments < 1) | (block.segments > lengths)):
         raise bad("a segment length is outside its sequence")
     if block.mlm_positions is not None and block.mlm_offsets is not None:

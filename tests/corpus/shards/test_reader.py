@@ -15,6 +15,7 @@ from clozeworks.corpus.shards.reader import (
     check_local_size,
     verify_sha256,
 )
+from clozeworks.schemas.manifest import block_key
 
 
 def write(tmp_path, blocks=3, per_block=4, pair=True):
@@ -113,6 +114,39 @@ def test_ids_outside_the_vocabulary_are_refused(tmp_path) -> None:
     small = ShardSpec(**{**spec.__dict__, "vocab_size": 100})
     with pytest.raises(BlockError, match="outside the vocabulary"):
         read_all(path, small)
+
+
+def test_the_manifests_invariants_are_enforced_on_every_block(tmp_path) -> None:
+    # Sequences over max_seq_len once trained silently (or died with IndexError in the
+    # position embedding a hundred steps in); empty sequences and labels outside 0..2 too.
+    (tmp_path / "long").mkdir()
+    path, spec, _ = write(tmp_path / "long")
+    short = ShardSpec(**{**spec.__dict__, "max_seq_len": 10})
+    with pytest.raises(BlockError, match=r"a sequence of \d+ tokens; .* hold 1\.\.10"):
+        read_all(path, short)
+    for name, seqs, labels, match in [
+        ("empty", [np.arange(5, 9), np.array([], dtype=np.int64)], [0, 0], "a sequence of 0"),
+        ("label", [np.arange(5, 9), np.arange(5, 9)], [0, 5], "label outside 0..2"),
+    ]:
+        block = make_block(seqs, "uint16", segments=[1, 1], labels=labels)
+        (tmp_path / name).mkdir()
+        info = write_blocks(tmp_path / name, 7, "uint16", [block])
+        shard = {k: getattr(info, k) for k in ("name", "sequences", "blocks", "bytes", "sha256")}
+        bad = ShardSpec(**{**spec.__dict__, **shard, "block_size": 2})
+        with pytest.raises(BlockError, match=match):
+            read_all(tmp_path / name / info.name, bad)
+
+
+def test_a_member_claiming_more_than_a_block_holds_is_refused_unread(tmp_path) -> None:
+    _, spec, _ = write(tmp_path)
+    header = tarfile.TarInfo(f"{block_key(7, 0)}.tokens.npy")
+    header.size = 5 * 10**9  # a damaged size field: tarfile would try to read it all
+    forged = tmp_path / "forged" / spec.name
+    forged.parent.mkdir()
+    data = header.tobuf(tarfile.USTAR_FORMAT)
+    forged.write_bytes(data + b"\0" * (spec.bytes - len(data)))  # the size the manifest says
+    with pytest.raises(ShardFormatError, match=r"claims 5000000000 bytes; a block holds at most"):
+        read_all(forged, spec)
 
 
 def test_a_failing_command_is_named(tmp_path) -> None:
