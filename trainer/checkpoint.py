@@ -4,12 +4,18 @@
 with `weights_only=True`), and `state.json` with the scheduler, loader and train state and
 every RNG. The directory is written under a temporary name, `COMMITTED` is written last,
 then it is renamed into place: a crash at any point leaves the previous checkpoint intact.
+
+`COMMITTED` records each file's size and sha256, so damage after the fact (a truncated or
+replaced file, a flipped byte) is found before anything is loaded: `intact_problem` says
+what is wrong, and a resume falls back to the newest intact step.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle  # only for the exception type torch.load raises on refused bytes
 import random
 import re
 import shutil
@@ -18,9 +24,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 COMMITTED = "COMMITTED"
+FILES = ("model.safetensors", "optimizer.pt", "state.json")
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
 
 
@@ -92,7 +100,9 @@ def save_checkpoint(
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     (tmp / "state.json").write_text(json.dumps(state), encoding="utf-8")
     _fsync_dir_files(tmp)
-    (tmp / COMMITTED).write_text(f"{step}\n", encoding="utf-8")
+    files = {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in FILES}
+    marker = {"step": step, "files": files}
+    (tmp / COMMITTED).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -107,6 +117,50 @@ def _fsync_dir_files(directory: Path) -> None:
     for f in directory.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def intact_problem(path: Path) -> str | None:
+    """What is wrong with a committed step directory's files, or None when they are exactly
+    what COMMITTED recorded. A marker from before checksums (just the step) is trusted."""
+    try:
+        text = (path / COMMITTED).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{COMMITTED} cannot be read ({err})"
+    if text.strip().isdigit():
+        missing = [f for f in FILES if not (path / f).is_file()]
+        return f"{', '.join(missing)} missing" if missing else None
+    try:
+        files = json.loads(text)["files"]
+        recorded = {f: (int(files[f]["bytes"]), str(files[f]["sha256"])) for f in FILES}
+    except (ValueError, KeyError, TypeError) as err:
+        return f"{COMMITTED} is damaged ({type(err).__name__}: {err})"
+    for name, (size, digest) in recorded.items():
+        file = path / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if file.stat().st_size != size:
+            return f"{name} has {file.stat().st_size} bytes, {COMMITTED} says {size}"
+        if _sha256(file) != digest:
+            return f"{name}'s sha256 differs from the one in {COMMITTED}"
+    return None
+
+
+# What loading a damaged step raises: safetensors' and torch's refusals, bad JSON, a state
+# missing its keys.
+LOAD_ERRORS = (
+    SafetensorError,
+    pickle.UnpicklingError,
+    RuntimeError,
+    ValueError,
+    KeyError,
+    OSError,
+    EOFError,
+)
 
 
 def load_checkpoint(

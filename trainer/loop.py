@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -24,10 +25,12 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from clozeworks.schemas.errors import ClozeError, UsageError
+from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
 from clozeworks.trainer.checkpoint import (
+    LOAD_ERRORS,
     committed_steps,
+    intact_problem,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -324,14 +327,13 @@ class _Run:
         )
 
     def _resume(self) -> tuple[int | None, dict[str, Any] | None]:
-        steps = committed_steps(self.run)
-        if not steps:
+        saved = self._newest_intact()
+        if saved is None:
             return None, None
-        saved = load_checkpoint(step_dir(self.run, steps[-1]), self.model, self.optimizer)
         ranks = saved["ranks"]
         if len(ranks) != self.d.world_size:
             raise UsageError(
-                f"{step_dir(self.run, steps[-1])} was written by {len(ranks)} rank(s); resume "
+                f"{self.run}: the checkpoint was written by {len(ranks)} rank(s); resume "
                 f"with the same number of processes (not {self.d.world_size})"
             )
         self.scheduler.load_state_dict(saved["scheduler"])
@@ -339,6 +341,29 @@ class _Run:
         mine = ranks[self.d.rank]
         set_rng_state(mine["rng"])
         return int(saved["phase"]), mine["loader"]
+
+    def _newest_intact(self) -> dict[str, Any] | None:
+        """The state of the newest committed step whose files are intact and load, after
+        loading its weights and optimizer; damaged steps are skipped, each named once."""
+        steps = committed_steps(self.run)
+        for step in reversed(steps):
+            path = step_dir(self.run, step)
+            problem = intact_problem(path)
+            if problem is None:
+                try:
+                    state = load_checkpoint(path, self.model, self.optimizer)
+                except LOAD_ERRORS as err:
+                    problem = f"does not load ({type(err).__name__}: {err})"
+                else:
+                    missing = sorted({"ranks", "scheduler", "train", "phase"} - set(state))
+                    if not missing:
+                        return state
+                    problem = f"state.json lacks {', '.join(missing)}"
+            if self.d.main:
+                print(f"resume: skipping {path.name}: {problem}", file=sys.stderr)
+        if steps:
+            raise BadInputError(f"{self.run}: no intact checkpoint among {len(steps)} committed")
+        return None
 
     def _save(self, phase_index: int, loader: Any) -> Path | None:
         ranks = self.d.gather_json({"loader": loader.state_dict(), "rng": rng_state()})
