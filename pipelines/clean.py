@@ -28,7 +28,7 @@ from clozeworks.pipelines.documents_io import (
 )
 from clozeworks.pipelines.options import pipeline_options
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 
 DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"
@@ -204,6 +204,16 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
             BEAM_FS.remove_tree(rejects_staging)
         raise
     counts = _zero_defaults(read_counters(p.result))
+    missing = counts.get("dropped.missing_text", 0)
+    if missing and missing == counts["documents_in"]:
+        # Not a corpus with bad records: a field name that matches nothing.
+        BEAM_FS.remove_tree(staging)
+        if rejects_staging:
+            BEAM_FS.remove_tree(rejects_staging)
+        raise BadInputError(
+            f"none of the {missing} records has a text field {config.text_field!r} "
+            "(set --text-field to the field or column that holds the text)"
+        )
     stats = {
         "stage": "clean",
         "inputs": list(config.inputs),

@@ -208,6 +208,24 @@ def test_a_truncated_compressed_file_is_an_error_never_a_short_read(
     assert not (tmp_path / "docs" / "stats.json").exists()
 
 
+def test_a_text_field_that_matches_no_record_is_an_error_not_an_empty_store(
+    tmp_path, capsys
+) -> None:
+    raw = tmp_path / "raw" / "a.jsonl"
+    raw.parent.mkdir()
+    raw.write_text("".join(json.dumps({"body": f"document {i}"}) + "\n" for i in range(50)))
+    out = tmp_path / "docs"
+    code = main(["clean", "--input", str(raw), "--output", str(out), "--text-field", "text"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "none of the 50 records has a text field 'text'" in err
+    assert not (out / "stats.json").exists() and not list(out.glob(".staging-*"))
+    # One record with the field is a corpus with 49 bad records: counted, not fatal.
+    with raw.open("a") as f:
+        f.write(json.dumps({"text": "one real document here"}) + "\n")
+    assert main(["clean", "--input", str(raw), "--output", str(out)]) == 0
+    assert json.loads((out / "stats.json").read_text())["dropped.missing_text"] == 50
+
+
 def test_bad_files_are_one_line_errors_naming_them(tmp_path, capsys) -> None:
     with pytest.raises(BadInputError, match="nothing-here"):
         run_clean(CleanConfig(inputs=[str(tmp_path / "nothing-here")], output=str(tmp_path / "o")))

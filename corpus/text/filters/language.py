@@ -56,6 +56,10 @@ class _LangId:
         # The model is a numpy archive inside the package (no download, nothing unpickled).
         self._model = LanguageIdentifier.from_model_file(model_path or MODEL_FILE, norm_probs=True)
 
+    @property
+    def languages(self) -> list[str]:
+        return list(self._model.nb_classes)
+
     def predict(self, text: str) -> tuple[str, float]:
         lang, score = self._model.classify(text)
         return str(lang), float(score)
@@ -94,8 +98,18 @@ class LanguageFilter:
     model_path: str = field(default="", metadata={"help": "model file (fasttext backend)"})
 
     def check(self) -> None:
-        """Load the backend now, so a missing extra fails before the pipeline starts."""
-        load_backend(self.backend, self.model_path)
+        """Load the backend now, so a missing extra fails before the pipeline starts, and
+        refuse a code it never answers (every document would be dropped)."""
+        backend = load_backend(self.backend, self.model_path)
+        known = getattr(backend, "languages", None)
+        wanted = [code.strip() for code in self.languages.split(",")]
+        unknown = [code for code in wanted if known is not None and code not in known]
+        if unknown or not all(wanted):
+            shown = ", ".join(unknown) or repr(self.languages)
+            raise UsageError(
+                f"--language-languages: {self.backend} does not identify {shown} "
+                f"(it knows {', '.join(sorted(set(known or [])))})"
+            )
 
     def filter(self, text: str) -> FilterResult:
         lang, score = load_backend(self.backend, self.model_path).predict(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -67,4 +68,24 @@ def build_filters(
 ) -> list[DocumentFilter]:
     """Instantiate filters by name with per-filter keyword options; ValueError on unknown names."""
     options = options or {}
-    return [FILTERS[n](**options.get(n, {})) for n in expand_names(names)]
+    filters = [FILTERS[n](**options.get(n, {})) for n in expand_names(names)]
+    for name, f in zip(expand_names(names), filters, strict=True):
+        check_values(name, f)
+    return filters
+
+
+def check_values(name: str, f: DocumentFilter) -> None:
+    """ValueError naming the flag of a threshold that cannot mean anything: every number is
+    finite and >= 0, a ratio, fraction or score is at most 1, and `min_X` <= `max_X`."""
+    flags = {p.field: p.flag for p in filter_params(name)}
+    for field, flag in flags.items():
+        value = getattr(f, field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"--{flag} must be a number >= 0, got {value}")
+        if field.endswith(("_ratio", "_frac", "_score")) and value > 1:
+            raise ValueError(f"--{flag} is a fraction and must be at most 1, got {value}")
+        low = field.replace("max_", "min_", 1)
+        if field.startswith("max_") and low in flags and getattr(f, low) > value:
+            raise ValueError(f"--{flags[low]} {getattr(f, low)} is above --{flag} {value}")

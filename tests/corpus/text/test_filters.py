@@ -145,6 +145,25 @@ def test_language_filter_with_the_bundled_langid_model() -> None:
     assert reason(LanguageFilter(languages="en,de"), german) == "kept"
     with pytest.raises(UsageError, match="unknown language backend"):
         LanguageFilter(backend="nope").check()
+    with pytest.raises(UsageError, match=r"does not identify xx-bogus \(it knows ace, af"):
+        LanguageFilter(languages="en,xx-bogus").check()
+    LanguageFilter(languages="en,de").check()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"length": {"min_chars": -5}}, r"--min-chars must be a number >= 0, got -5"),
+        ({"length": {"min_chars": 500, "max_chars": 100}}, r"--min-chars 500 is above --max"),
+        ({"gopher-quality": {"max_symbol_word_ratio": 2.0}}, r"is a fraction .* got 2\.0"),
+        ({"gopher-repetition": {"dup_line_frac": float("nan")}}, r"got nan"),
+        ({"language": {"min_score": 1.5}}, r"--language-min-score is a fraction"),
+    ],
+)
+def test_thresholds_that_cannot_mean_anything_are_refused(options, message) -> None:
+    names = [name for name in options]
+    with pytest.raises(ValueError, match=message):
+        build_filters(names, options)
 
 
 def test_apply_filters_prefixes_reasons_and_passes_text_on() -> None:
