@@ -50,6 +50,9 @@ def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentP
     )
     parser.add_argument("--version", action="version", version=_version())
     parser.add_argument("-v", "--verbose", action="store_true", help="log Beam and library output")
+    parser.add_argument(
+        "--debug", action="store_true", help="full tracebacks instead of one-line errors"
+    )
     sub = parser.add_subparsers(dest="command", metavar="VERB", required=True)
     for name in verbs:
         module = command(name)
@@ -76,26 +79,32 @@ def main(argv: Sequence[str]) -> int:
     module = command(args.command)
     if unknown and not getattr(module, "BEAM", False):
         return _fail(args.command, f"unrecognized arguments: {' '.join(unknown)}", 2)
-    _configure_logging(args.verbose)
+    _configure_logging(args.verbose or args.debug)
     try:
         return int(module.run(args, unknown) or 0)
-    except ClozeError as err:
-        return _fail(args.command, _one_line(str(err)), err.exit_code)
     except KeyboardInterrupt:
         return _fail(args.command, "interrupted", 130)
     except Exception as err:
-        # Beam re-raises a DoFn's exception with the step appended; unwrap ours.
-        ours = _find_cloze_error(err)
-        if ours is None:
+        if args.debug:
             raise
-        return _fail(args.command, _one_line(str(ours)), ours.exit_code)
+        # Beam re-raises a DoFn's exception with the step appended; unwrap ours.
+        ours = _find(err, ClozeError)
+        if isinstance(ours, ClozeError):
+            return _fail(args.command, _one_line(str(ours)), ours.exit_code)
+        # The environment: a full disk, a read-only or file-in-the-way output, ...
+        env = _find(err, OSError)
+        if isinstance(env, OSError) and env.strerror:
+            where = f"{env.filename}: " if env.filename else ""
+            return _fail(args.command, f"{where}{env.strerror} (--debug for details)", 1)
+        raise
 
 
-def _find_cloze_error(err: BaseException) -> ClozeError | None:
+def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """`err` or the first exception of `kind` it was raised from."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
-        if isinstance(current, ClozeError):
+        if isinstance(current, kind):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
@@ -118,8 +127,10 @@ def _configure_logging(verbose: bool) -> None:
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not verbose:
-        # Beam warns about optional GCP clients on every start; not our user's concern.
+        # Beam warns about optional GCP clients on every start, and logs a failing step's
+        # traceback at ERROR before re-raising it; the error we print says what failed.
         logging.getLogger().setLevel(logging.ERROR)
+        logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
 
 
 def _version() -> str:

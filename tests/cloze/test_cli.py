@@ -1,5 +1,8 @@
+import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,11 +133,34 @@ def test_inspect_verify_names_damaged_shards(shards_dir, tmp_path, capsys) -> No
 
 
 def test_python_dash_m_cloze_works() -> None:
-    import subprocess
-    import sys
-
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "cloze", "--help"], cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0 and "demo" in done.stdout
+
+
+def _cloze(*args: str) -> subprocess.CompletedProcess:
+    """A real process, so stderr holds everything: Beam's logging as well as ours."""
+    return subprocess.run(
+        [sys.executable, "-m", "clozeworks", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_errors_are_one_line_on_the_real_stderr_and_tracebacks_need_debug(tmp_path) -> None:
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(b'{"text": "x"}\n' * 1000)[:-40])
+    done = _cloze("clean", "--input", str(broken), "--output", str(tmp_path / "docs"))
+    # Beam logs the failing step's traceback at ERROR before re-raising; none of it shows.
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("cloze clean: error: ") and "broken.jsonl.gz" in done.stderr
+
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a directory")
+    good = tmp_path / "ok.jsonl"
+    good.write_text('{"text": "a short document"}\n')
+    done = _cloze("clean", "--input", str(good), "--output", str(in_the_way / "docs"))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "Not a directory" in done.stderr and "Traceback" not in done.stderr
+    debug = _cloze("--debug", "clean", "--input", str(good), "--output", str(in_the_way / "d"))
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
