@@ -26,7 +26,12 @@ from clozeworks.corpus.inspect.shards import (
     decode_examples,
     shard_summary,
 )
-from clozeworks.corpus.inspect.stages import detect_kind, docs_summary, tokenizer_summary
+from clozeworks.corpus.inspect.stages import (
+    detect_kind,
+    docs_summary,
+    tokenizer_summary,
+    unfinished_runs,
+)
 from clozeworks.corpus.inspect.text import render
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
@@ -92,6 +97,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         summary = tokenizer_summary(path)
     else:
         summary = run_summary(path)
+    summary["warnings"] = [*summary.get("warnings", []), *unfinished_runs(path)]
     if args.html:
         write_html(summary, Path(args.html))
     if args.json:

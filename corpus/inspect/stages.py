@@ -43,7 +43,24 @@ def detect_kind(path: Path) -> str:
             return "run"
     elif path.name in (TOKENIZER_FILE, "vocab.txt"):
         return "tokenizer"
+    staging = sorted(path.glob(".staging-*")) if path.is_dir() else []
+    if staging:
+        raise BadInputError(
+            f"{path}: holds only {staging[0].name}, a run that did not finish (killed, failed "
+            "or still running); run the stage again"
+        )
     raise BadInputError(f"{path}: not a document store, tokenizer, shard directory or training run")
+
+
+def unfinished_runs(path: Path) -> list[str]:
+    """A warning per `.staging-*` directory in `path`: a run into it never committed."""
+    if not path.is_dir():
+        return []
+    return [
+        f"{staging.name}: a run into this directory did not finish (killed, failed or still "
+        "running); what is shown is the last complete one, and the next run removes it"
+        for staging in sorted(path.glob(".staging-*"))
+    ]
 
 
 def docs_summary(directory: Path) -> dict[str, Any]:

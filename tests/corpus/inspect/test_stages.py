@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -6,7 +7,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clozeworks.corpus.inspect.stages import detect_kind, docs_summary, tokenizer_summary
+from clozeworks.cli import main
+from clozeworks.corpus.inspect.stages import (
+    detect_kind,
+    docs_summary,
+    tokenizer_summary,
+    unfinished_runs,
+)
 from clozeworks.corpus.inspect.text import render
 from clozeworks.schemas.documents import DOCUMENT
 from clozeworks.schemas.errors import BadInputError
@@ -143,3 +150,20 @@ def test_detect_kind(shards_dir, tokenizer_dir, tmp_path) -> None:
         detect_kind(tmp_path)
     with pytest.raises(BadInputError, match="no such file"):
         detect_kind(tmp_path / "nope")
+
+
+def test_an_unfinished_run_is_reported(small_build, tmp_path, capsys) -> None:
+    # What kill -9 of a rerun leaves: the last complete store and the new run's staging.
+    store = tmp_path / "docs"
+    shutil.copytree(small_build[0].docs, store)
+    (store / ".staging-0123456789ab").mkdir()
+    (store / ".staging-0123456789ab" / "part-00000.parquet").write_bytes(b"half")
+    assert main(["inspect", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: .staging-0123456789ab: a run into this directory did not finish" in out
+    assert unfinished_runs(tmp_path) == []
+
+    only = tmp_path / "killed-first-run"
+    (only / ".staging-0123456789ab").mkdir(parents=True)
+    with pytest.raises(BadInputError, match=r"holds only \.staging-0123456789ab, a run that did"):
+        detect_kind(only)
