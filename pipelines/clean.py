@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.text.filters import DocumentFilter, apply_filters, build_filters
 from clozeworks.corpus.text.normalize import check_mojibake_support, normalize_text
@@ -17,6 +18,7 @@ from clozeworks.corpus.text.readers import (
     DEFAULT_MAX_RECORD_BYTES,
     RawDocument,
     Rejected,
+    is_compressed,
 )
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
@@ -26,7 +28,9 @@ from clozeworks.pipelines.documents_io import (
     expand_inputs,
     to_row,
 )
-from clozeworks.pipelines.options import pipeline_options
+from clozeworks.pipelines.options import pipeline_options, shuffle_for
+from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import BadInputError, UsageError
 
@@ -153,9 +157,11 @@ def build_clean(
     filters: Sequence[DocumentFilter],
     staging: str,
     rejects_staging: str | None,
+    shuffle: Shuffle | None = None,
 ) -> None:
     """Add the clean stages to pipeline `p` (separate from running it, so tests can check
-    what would be sent to a runner)."""
+    what would be sent to a runner). With ids from the input, `shuffle` groups them to
+    keep one document per id."""
     # RawDocument; unusable records go to `rejected`, counted by reason.
     raw = p | "ReadRaw" >> ReadRawDocuments(
         files,
@@ -170,12 +176,19 @@ def build_clean(
     cleaned = raw.documents | "Clean" >> CleanDocuments(
         config.normal_form, filters, config.fix_mojibake
     )
-    _ = cleaned.kept | "Write" >> WriteDocuments(staging)
+    kept, dropped = cleaned.kept, [cleaned.dropped]
+    if config.id_field and shuffle is not None:
+        unique = kept | "UniqueIds" >> UniqueIds(shuffle)
+        kept = unique.kept
+        dropped.append(unique.dropped)
+    _ = kept | "Write" >> WriteDocuments(staging)
     if rejects_staging:
         unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
-        dropped = cleaned.dropped | "DroppedAsJson" >> beam.Map(dropped_line)
+        lines = [
+            drops | f"DroppedAsJson{i}" >> beam.Map(dropped_line) for i, drops in enumerate(dropped)
+        ]
         _ = (
-            (unread, dropped)
+            (unread, *lines)
             | "AllRejects" >> beam.Flatten()
             | "WriteRejects" >> WriteRejects(rejects_staging)
         )
@@ -195,9 +208,13 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     files = expand_inputs(config.inputs)
     staging = BEAM_FS.new_staging_dir(config.output)
     rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
+    options = pipeline_options(beam_argv)
+    shuffle = shuffle_for(options, BEAM_FS.join(staging, "_shuffle"), _input_bytes(files))
     try:
-        with beam.Pipeline(options=pipeline_options(beam_argv)) as p:
-            build_clean(p, config, files, filters, staging, rejects_staging)
+        with beam.Pipeline(options=options) as p:
+            build_clean(p, config, files, filters, staging, rejects_staging, shuffle)
+        if shuffle.directory is not None:
+            BEAM_FS.remove_tree(shuffle.directory)
     except BaseException:
         BEAM_FS.remove_tree(staging)
         if rejects_staging:
@@ -228,6 +245,16 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
         BEAM_FS.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
     BEAM_FS.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
+
+
+def _input_bytes(files: Sequence[str]) -> int:
+    """About how much text the inputs hold (compressed files count four times their size),
+    to size the id grouping's buckets."""
+    total = 0
+    for result in FileSystems.match(list(files)):
+        for meta in result.metadata_list:
+            total += meta.size_in_bytes * (4 if is_compressed(meta.path) else 1)
+    return total
 
 
 def _zero_defaults(counters: dict[str, int]) -> dict[str, int]:
