@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 from apache_beam.io.filesystems import FileSystems
@@ -93,7 +94,14 @@ def _open(path: str) -> Any:
 
 
 # What a broken file raises mid-read: truncated or corrupt compression, I/O failures.
-_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+_READ_ERRORS = (
+    OSError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    zstandard.ZstdError,
+    pa.ArrowException,  # a damaged Parquet page, found mid-file
+)
 
 
 class _PlanReads(beam.DoFn):
@@ -143,30 +151,39 @@ class _ReadRecords(beam.DoFn):
         self.bytes_in = counter("bytes_in")
 
     def process(self, task: ReadTask) -> Iterator[Any]:
-        try:
-            with _open(task.path) as raw, self._stream(task, raw) as stream:
-                for record in read_task(task, stream, self.options):
-                    self.docs_in.inc()
-                    if isinstance(record, Rejected):
-                        counter(f"dropped.{record.reason}").inc()
-                        yield beam.pvalue.TaggedOutput(REJECTED, record)
-                    else:
-                        self.bytes_in.inc(len(record.text.encode("utf-8")))
-                        yield record
-        except _READ_ERRORS as err:
-            raise BadInputError(f"{task.path}: cannot read ({err})") from None
+        with _open(task.path) as raw:
+            for record in read_records(task, raw, self.options):
+                self.docs_in.inc()
+                if isinstance(record, Rejected):
+                    counter(f"dropped.{record.reason}").inc()
+                    yield beam.pvalue.TaggedOutput(REJECTED, record)
+                else:
+                    self.bytes_in.inc(len(record.text.encode("utf-8")))
+                    yield record
 
-    @staticmethod
-    def _stream(task: ReadTask, raw: IO[bytes]) -> Any:
-        stream = decompressing(raw, task.path)
-        if task.fmt != "parquet" or not is_compressed(task.path):
-            return stream if stream is not raw else contextlib.nullcontext(raw)
-        # Parquet needs random access; spool the decompressed file to local disk, not memory.
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller's `with`
-        with stream:
-            shutil.copyfileobj(stream, spool, 1 << 20)
-        spool.seek(0)
-        return spool
+
+def read_records(
+    task: ReadTask, raw: IO[bytes], options: ReadOptions
+) -> Iterator[RawDocument | Rejected]:
+    """The records of `task` from the file's raw bytes; BadInputError naming the file for
+    damage the decompressor or the parser finds (a truncated or corrupt file)."""
+    try:
+        with _stream(task, raw) as stream:
+            yield from read_task(task, stream, options)
+    except _READ_ERRORS as err:
+        raise BadInputError(f"{task.path}: cannot read ({err})") from None
+
+
+def _stream(task: ReadTask, raw: IO[bytes]) -> Any:
+    stream = decompressing(raw, task.path)
+    if task.fmt != "parquet" or not is_compressed(task.path):
+        return stream if stream is not raw else contextlib.nullcontext(raw)
+    # Parquet needs random access; spool the decompressed file to local disk, not memory.
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller's `with`
+    with stream:
+        shutil.copyfileobj(stream, spool, 1 << 20)
+    spool.seek(0)
+    return spool
 
 
 class ReadRawDocuments(beam.PTransform):

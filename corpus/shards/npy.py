@@ -45,12 +45,18 @@ def load_npy(data: bytes) -> np.ndarray:
     damaged header claiming 10^12 elements was a MemoryError rather than a bad array."""
     stream = io.BytesIO(data)
     version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-    else:
+    read_header = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }.get(version)
+    if read_header is None:
         raise ValueError(f".npy format version {version} is not one clozeworks writes")
+    try:
+        shape, _, dtype = read_header(stream)
+    except ValueError:
+        raise
+    except Exception as err:  # numpy's header parser lets SyntaxError, TokenError, ... out
+        raise ValueError(f"unreadable .npy header ({type(err).__name__}: {err})") from None
     if dtype.hasobject:
         raise ValueError("object arrays are never loaded (they would need unpickling)")
     expected = math.prod(shape) * dtype.itemsize

@@ -474,14 +474,25 @@ def read_parquet(
     if start >= stop:
         return
     for batch in pf.iter_batches(batch_size=256, row_groups=range(start, stop), columns=columns):
-        texts = batch.column(options.text_field).to_pylist()
-        ids = batch.column(options.id_field).to_pylist() if options.id_field else None
+        texts = _values(batch.column(options.text_field))
+        ids = _values(batch.column(options.id_field)) if options.id_field else None
         for i, text in enumerate(texts):
             position += 1
             if isinstance(text, str | bytes) and _exceeds(text, options.max_record_bytes):
                 yield _too_long(source, position, options.max_record_bytes)
                 continue
             yield _document(text, source, position, None if ids is None else ids[i])
+
+
+def _values(column: Any) -> list[Any]:
+    """A column's values; Parquet does not validate its strings, so a column whose bytes are
+    not UTF-8 is read as bytes and each bad value is rejected as bad_utf8 on its own."""
+    import pyarrow as pa
+
+    try:
+        return list(column.to_pylist())
+    except UnicodeDecodeError:
+        return list(column.cast(pa.binary()).to_pylist())
 
 
 def _exceeds(value: str | bytes, limit: int) -> bool:
