@@ -133,6 +133,8 @@ def main() -> None:
             cmd, out = commands(stage, work, args.beam)
             r = run_stage(cmd, out)
             rss.setdefault(stage, []).append(r["rss_mb"])
+            if not args.keep and stage not in ("clean", "dedup", "vocab"):
+                shutil.rmtree(out, ignore_errors=True)  # later stages do not read it; disk
             left = "  staging left behind!" if r["left"] else ""
             print(
                 f"{stage:24s} {gb:5g} {docs:9d} {r['seconds']:8.1f} "
