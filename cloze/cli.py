@@ -8,6 +8,8 @@ and hand them to Beam's PipelineOptions; the others refuse unknown flags.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import importlib
 import logging
 import re
@@ -77,8 +79,15 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exit_:  # argparse: --help, --version, or a usage error
         return int(exit_.code or 0)
     module = command(args.command)
-    if unknown and not getattr(module, "BEAM", False):
-        return _fail(args.command, f"unrecognized arguments: {' '.join(unknown)}", 2)
+    # Every flag as typed, so a verb can refuse one that cannot take effect with the others.
+    args.given_flags = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    if unknown:
+        beam = _beam_option_strings() if getattr(module, "BEAM", False) else None
+        bad = _not_beam(unknown, beam or [])
+        if bad:
+            ours = [o for a in parser._subparsers._actions for o in a.option_strings]  # type: ignore[union-attr]
+            ours += _verb_option_strings(parser, args.command)
+            return _fail(args.command, _unknown_message(bad, ours, beam or []), 2)
     _configure_logging(args.verbose or args.debug)
     try:
         return int(module.run(args, unknown) or 0)
@@ -97,6 +106,45 @@ def main(argv: Sequence[str]) -> int:
             where = f"{env.filename}: " if env.filename else ""
             return _fail(args.command, f"{where}{env.strerror} (--debug for details)", 1)
         raise
+
+
+def _verb_option_strings(parser: argparse.ArgumentParser, verb: str) -> list[str]:
+    for action in parser._subparsers._actions:  # type: ignore[union-attr]
+        if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
+            sub = action.choices[verb]
+            return [o for a in sub._actions for o in a.option_strings]
+    return []
+
+
+def _beam_option_strings() -> list[str]:
+    """Every flag Beam's PipelineOptions knows, gathered as Beam itself does (every
+    PipelineOptions subclass adds its arguments to one parser)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    for cls in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+        with contextlib.suppress(argparse.ArgumentError):  # two classes may share a flag
+            cls._add_argparse_args(parser)
+    return [o for a in parser._actions for o in a.option_strings]
+
+
+def _not_beam(flags: Sequence[str], beam: Sequence[str]) -> list[str]:
+    """The flags in `flags` that Beam does not know; a stray value counts as unknown only
+    when there is no flag it could belong to."""
+    known = set(beam)
+    bad = [f for f in flags if f.startswith("-") and f.split("=", 1)[0] not in known]
+    if not any(f.startswith("-") for f in flags):
+        return list(flags)
+    return bad
+
+
+def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str]) -> str:
+    flag = bad[0].split("=", 1)[0]
+    close = difflib.get_close_matches(flag, [*ours, *beam], n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    known = "this command's or Beam's" if beam else "this command's"
+    return f"unrecognized argument {flag}{more}: not one of {known} flags{hint}"
 
 
 def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from clozeworks.pipelines.dedup import DedupConfig, run_dedup
+from clozeworks.schemas.errors import UsageError
 
 HELP = "docs -> docs without duplicates"
 BEAM = True
@@ -66,7 +67,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+NEAR_FLAGS = (
+    "--threshold",
+    "--ngram",
+    "--num-perm",
+    "--bands",
+    "--rows",
+    "--seed",
+    "--fn-weight",
+    "--verify",
+)
+
+
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    ignored = sorted(set(NEAR_FLAGS) & getattr(args, "given_flags", set()))
+    if ignored and not args.near:
+        verb = "takes" if len(ignored) == 1 else "take"
+        raise UsageError(f"{', '.join(ignored)} {verb} effect only with --near")
     config = DedupConfig(
         input=args.input,
         output=args.output,

@@ -59,7 +59,9 @@ def test_shard_dir_without_manifest_is_refused(tmp_path, capsys, verb) -> None:
 
 def test_unknown_flag_on_a_non_beam_verb_is_bad_usage(tmp_path, capsys) -> None:
     assert main(["inspect", str(tmp_path), "--runner", "DataflowRunner"]) == 2
-    assert "unrecognized arguments" in one_error_line(capsys)
+    assert "unrecognized argument --runner: not one of this command's flags" in one_error_line(
+        capsys
+    )
 
 
 def test_export_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys) -> None:
@@ -164,3 +166,42 @@ def test_errors_are_one_line_on_the_real_stderr_and_tracebacks_need_debug(tmp_pa
     assert "Not a directory" in done.stderr and "Traceback" not in done.stderr
     debug = _cloze("--debug", "clean", "--input", str(good), "--output", str(in_the_way / "d"))
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [
+                "shard",
+                "--input",
+                "d",
+                "--tokenizer",
+                "t",
+                "--output",
+                "o",
+                "--max-seq-length",
+                "64",
+            ],
+            "unrecognized argument --max-seq-length: not one of this command's or Beam's flags; "
+            "did you mean --max-seq-len?",
+        ),
+        (["build", "--output", "o", "--vocab-sise", "100"], "did you mean --vocab-size?"),
+        (["clean", "--input", "i", "--output", "o", "--runer", "DirectRunner"], "--runner?"),
+        (["export", "--run", "r", "--output", "o", "--stepp", "5"], "did you mean --step?"),
+        (["dedup", "--input", "i", "--output", "o", "--threshold", "0.7"], "only with --near"),
+    ],
+)
+def test_a_flag_that_would_be_ignored_is_refused(tmp_path, capsys, argv, message) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_beam_flags_still_reach_beam(tmp_path, capsys) -> None:
+    raw = tmp_path / "in.jsonl"
+    raw.write_text('{"text": "a short document"}\n')
+    out = tmp_path / "docs"
+    args = ["clean", "--input", str(raw), "--output", str(out)]
+    assert main([*args, "--runner", "DirectRunner", "--direct_num_workers=1"]) == 0
+    assert (out / "stats.json").exists()
