@@ -12,6 +12,7 @@ import contextlib
 import difflib
 import importlib
 import logging
+import os
 import re
 import sys
 from collections.abc import Collection, Sequence
@@ -94,7 +95,7 @@ def main(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:
         return _fail(args.command, "interrupted", 130)
     except Exception as err:
-        if args.debug:
+        if args.debug or isinstance(err, BrokenPipeError):
             raise
         # Beam re-raises a DoFn's exception with the step appended; unwrap ours.
         ours = _find(err, ClozeError)
@@ -191,4 +192,12 @@ def _version() -> str:
 
 
 def entry_point() -> None:
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`cloze inspect ... | head`): it had what it wanted. Point
+        # stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)

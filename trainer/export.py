@@ -17,6 +17,7 @@ and ELECTRA have no transformers class and are refused.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
         for f in tokenizer.iterdir():
             if f.is_file():
                 shutil.copy2(f, tmp / f.name)
+        _readable_by_all(tmp)
         shutil.rmtree(target, ignore_errors=True)
         tmp.replace(target)
         written.append(target)
@@ -307,3 +309,13 @@ def _electra_gen(model: Any, gen: ModelConfig) -> Tensors:
         "generator_lm_head.weight": head.decoder.weight[: gen.vocab_size],
         "generator_lm_head.bias": head.bias[: gen.vocab_size],
     }
+
+
+def _readable_by_all(directory: Path) -> None:
+    """Give written files the mode the user's umask asks for: a model is for sharing, and
+    some writers create their files 0600 (safetensors through a temporary file)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for f in directory.rglob("*"):
+        if f.is_file():
+            f.chmod(0o666 & ~mask)

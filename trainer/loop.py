@@ -84,6 +84,7 @@ class TrainSummary:
     history: list[dict[str, Any]] = field(default_factory=list)
     eval: dict[str, float] | None = None
     rank: int = 0  # under torchrun every rank returns a summary; rank 0's is the one to show
+    resumed_from: int = 0  # the step this invocation started at (0 for a new run)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ class _Run:
     def train(self, resume: bool, progress: bool) -> TrainSummary:
         config, d, state = self.config, self.d, self.state
         saved_phase, loader_state = self._resume() if resume else (None, None)
+        resumed_from = state.step
         log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
         phase_index = _phase_at(self.phases, state.step)
         loader = self._loader(phase_index)
@@ -239,6 +241,7 @@ class _Run:
             history=history,
             eval=last_eval,
             rank=d.rank,
+            resumed_from=resumed_from,
         )
 
     def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:

@@ -113,10 +113,11 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     )
     if summary.rank != 0 or summary.first_mlm_loss is None or summary.last_mlm_loss is None:
         return 0  # another rank reports, or there was nothing left to train
-    line = (
-        f"trained {summary.steps} steps in {summary.seconds:.1f}s: MLM loss "
-        f"{summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}"
-    )
+    done = summary.steps - summary.resumed_from
+    line = f"trained {done} steps in {summary.seconds:.1f}s"
+    if summary.resumed_from:
+        line += f" (from step {summary.resumed_from} to {summary.steps})"
+    line += f": MLM loss {summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}"
     if summary.eval:
         line += f"; held-out MLM accuracy {summary.eval.get('eval_mlm_accuracy', 0):.3f}"
     print(f"{line}; run in {args.output}")

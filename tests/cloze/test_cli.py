@@ -205,3 +205,16 @@ def test_beam_flags_still_reach_beam(tmp_path, capsys) -> None:
     args = ["clean", "--input", str(raw), "--output", str(out)]
     assert main([*args, "--runner", "DirectRunner", "--direct_num_workers=1"]) == 0
     assert (out / "stats.json").exists()
+
+
+def test_inspect_into_a_closed_pipe_is_quiet(shards_dir) -> None:
+    # `cloze inspect ... | head -1`: the reader leaves after one line, long before the end.
+    argv = [sys.executable, "-m", "clozeworks", "inspect", str(shards_dir), "--show", "100000"]
+    whole = subprocess.run(argv, capture_output=True, timeout=300)
+    assert len(whole.stdout) > 1 << 18  # far more than a pipe buffers: the write must fail
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and err == b"", err

@@ -71,7 +71,9 @@ def test_resume_skips_a_damaged_step_and_ends_identical(shards_dir, whole, tmp_p
     assert intact_problem(last) is not None
     capsys.readouterr()
     assert main([*train_args(shards_dir, run), "--resume"]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    # This invocation trained the steps after the intact checkpoint, and says so.
+    assert "trained 4 steps in" in out and f"(from step {STEPS - 4} to {STEPS})" in out
     assert f"resume: skipping step-{STEPS:07d}: " in err and reason in err, err
     a = load_file(whole / f"step-{STEPS:07d}" / "model.safetensors")
     b = load_file(last / "model.safetensors")

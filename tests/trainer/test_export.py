@@ -1,6 +1,8 @@
 """Exports load in transformers with no missing or unexpected weights, and give our logits."""
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -124,7 +126,12 @@ def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards,
     common = ["--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
     args = ["train", *common, "--objective", "mlm,nsp", "--max-steps", "2", "--batch-size", "4"]
     assert main([*args, "--no-progress"]) == 0
-    assert main(["export", "--run", str(run), "--output", str(out)]) == 0
+    mask = os.umask(0o022)
+    try:
+        assert main(["export", "--run", str(run), "--output", str(out)]) == 0
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((out / "model.safetensors").stat().st_mode) == 0o644  # not 0600
     hf, info = transformers.BertForPreTraining.from_pretrained(out, output_loading_info=True)
     assert not [k for k in info["missing_keys"] if "position_ids" not in k]
     assert not info["unexpected_keys"]
