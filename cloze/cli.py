@@ -39,6 +39,18 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input.
 """
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The verb's docstring as written, and every flag's default where it has one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help_ = action.help or ""
+        default = action.default
+        shown = default not in (None, False, argparse.SUPPRESS) and not action.required
+        if shown and "%(default)" not in help_ and "default" not in help_ and action.option_strings:
+            help_ += " (default: %(default)s)"
+        return help_
+
+
 def command(verb: str) -> ModuleType:
     """The module of `verb` (`add_arguments`, `run`, `HELP`), imported on first use."""
     return importlib.import_module(COMMANDS[verb])
@@ -60,10 +72,7 @@ def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentP
     for name in verbs:
         module = command(name)
         p = sub.add_parser(
-            name,
-            help=module.HELP,
-            description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            name, help=module.HELP, description=module.__doc__, formatter_class=_HelpFormatter
         )
         module.add_arguments(p)
     return parser

@@ -4,6 +4,9 @@ Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert
 electra-small/base, each with its paper's optimizer. A config file (TOML or JSON, e.g. the
 run's own config.json) overrides the preset; flags override both. Multi-process:
 `torchrun --nproc-per-node N -m clozeworks train ...` (DDP; NCCL on GPU, gloo on CPU).
+
+A flag shown without a default takes the preset's (or the config file's) value;
+`--print-config` prints every setting as it would be used, as JSON that --config reads.
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ BEAM = False
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, metavar="DIR", help="shard directory")
-    p.add_argument("--output", required=True, metavar="DIR", help="run directory")
+    p.add_argument("--data", metavar="DIR", help="shard directory (required to train)")
+    p.add_argument("--output", metavar="DIR", help="run directory (required to train)")
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration (preset + --config + flags) as JSON and exit",
+    )
     p.add_argument("--preset", choices=list(MODEL_PRESETS), default="bert-tiny")
     p.add_argument("--config", metavar="FILE", help="TOML or JSON overriding the preset")
     p.add_argument(
@@ -103,6 +111,12 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args)
+    if args.print_config:
+        print(config.to_json(), end="")
+        return 0
+    missing = [flag for flag in ("--data", "--output") if not getattr(args, flag[2:])]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)}")
     summary = train(
         config,
         Path(args.data),

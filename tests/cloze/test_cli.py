@@ -218,3 +218,22 @@ def test_inspect_into_a_closed_pipe_is_quiet(shards_dir) -> None:
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and err == b"", err
+
+
+def test_help_shows_defaults(capsys) -> None:
+    assert main(["shard", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "(default: 128)" in out and "(default: full-" in out
+
+
+def test_print_config_is_the_effective_config_and_reads_back(tmp_path, capsys) -> None:
+    (tmp_path / "mine.toml").write_text("[model]\nnum_layers = 3\n")
+    args = ["train", "--preset", "bert-base", "--config", str(tmp_path / "mine.toml")]
+    assert main([*args, "--lr", "3e-4", "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    config = json.loads(printed)
+    assert config["model"]["num_layers"] == 3 and config["model"]["hidden_size"] == 768
+    assert config["optim"]["lr"] == 3e-4
+    (tmp_path / "effective.json").write_text(printed)
+    assert main(["train", "--config", str(tmp_path / "effective.json"), "--print-config"]) == 0
+    assert capsys.readouterr().out == printed
