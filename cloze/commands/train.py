@@ -12,12 +12,16 @@ A flag shown without a default takes the preset's (or the config file's) value;
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import (
     MODEL_PRESETS,
     OPTIM_PRESETS,
+    SENTENCE_OBJECTIVES,
     Phase2Config,
     TrainConfig,
     load_config_file,
@@ -109,6 +113,28 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return merge(config, changes, "command line")
 
 
+def _fit_to_shards(config: TrainConfig, args: argparse.Namespace) -> TrainConfig:
+    """Settings that the shard set decides: refuse dynamic masking flags on pre-masked
+    shards, and train a sentence pair set's own objective unless told otherwise."""
+    manifest = read_manifest(Path(args.data))
+    if manifest.premask is not None and args.masking:
+        raise UsageError(
+            f"--masking {args.masking} cannot take effect: {args.data} is pre-masked "
+            f"({manifest.premask.kind}) and trains with its stored masks"
+        )
+    untouched = config.objectives == preset(args.preset).objectives and not args.objective
+    pairs = manifest.mode in SENTENCE_OBJECTIVES and config.model.family in ("bert", "albert")
+    if untouched and config.objectives == ("mlm",) and pairs:
+        # BERT on NSP pairs trains NSP too (and ALBERT on SOP pairs, SOP): what the pairs are for.
+        config = replace(config, objectives=("mlm", manifest.mode))
+        print(
+            f"objectives: mlm,{manifest.mode} ({args.data} holds {manifest.mode} pairs; "
+            "--objective mlm trains MLM alone)",
+            file=sys.stderr,
+        )
+    return config
+
+
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args)
     if args.print_config:
@@ -117,6 +143,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     missing = [flag for flag in ("--data", "--output") if not getattr(args, flag[2:])]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+    config = _fit_to_shards(config, args)
     summary = train(
         config,
         Path(args.data),
