@@ -51,6 +51,10 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return help_
 
 
+# train, export and demo need torch; the corpus stages do not (it is an extra).
+TORCH_HINT = "pip install 'clozeworks[train]'"
+
+
 def command(verb: str) -> ModuleType:
     """The module of `verb` (`add_arguments`, `run`, `HELP`), imported on first use."""
     return importlib.import_module(COMMANDS[verb])
@@ -70,7 +74,13 @@ def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentP
     )
     sub = parser.add_subparsers(dest="command", metavar="VERB", required=True)
     for name in verbs:
-        module = command(name)
+        try:
+            module = command(name)
+        except ModuleNotFoundError as err:
+            if err.name != "torch":
+                raise
+            sub.add_parser(name, help=f"(needs PyTorch: {TORCH_HINT})")
+            continue
         p = sub.add_parser(
             name, help=module.HELP, description=module.__doc__, formatter_class=_HelpFormatter
         )
@@ -81,6 +91,13 @@ def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentP
 def main(argv: Sequence[str]) -> int:
     """Run one `cloze` command; returns the exit code (never calls sys.exit)."""
     verb = next((a for a in argv if not a.startswith("-")), None)
+    if verb in COMMANDS:
+        try:
+            command(verb)
+        except ModuleNotFoundError as err:
+            if err.name != "torch":
+                raise
+            return _fail(verb, f"needs PyTorch, which is not installed: {TORCH_HINT}", 1)
     # Top-level flags take no value, so the first word is the verb. Anything else (no verb,
     # an unknown one, `cloze --help`) gets the full parser and its message.
     parser = build_parser([verb] if verb in COMMANDS else COMMANDS)

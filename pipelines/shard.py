@@ -103,8 +103,17 @@ class ShardConfig:
     def masking(self) -> MaskingSettings | None:
         if self.premask is None:
             return None
-        # corpus.shards.premask imports torch (a second of imports): only when masking statically.
-        from clozeworks.corpus.shards.premask import default_max_predictions
+        # corpus.shards.premask imports torch (a second of imports, and an extra to install):
+        # only when masking statically.
+        try:
+            from clozeworks.corpus.shards.premask import default_max_predictions
+        except ModuleNotFoundError as err:
+            if err.name != "torch":
+                raise
+            raise UsageError(
+                "--premask draws masks with PyTorch, which is not installed: "
+                "pip install 'clozeworks[premask]'"
+            ) from None
 
         max_predictions = self.max_predictions or default_max_predictions(self.max_seq_len)
         try:
