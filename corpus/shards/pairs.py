@@ -3,16 +3,17 @@
 The algorithm is BERT's `create_instances_from_document` (google-research/bert,
 create_pretraining_data.py), read sentence by sentence:
 
-- a target length is drawn for each chunk: the maximum (`max_seq_len - 3` content tokens),
-  or with probability `short_seq_prob` (0.1) a uniform length in 2..maximum;
+- a target length is drawn once per document (and copy): the maximum (`max_seq_len - 3`
+  content tokens), or with probability `short_seq_prob` (0.1) a uniform length in
+  2..maximum, for every chunk of that document;
 - sentences are gathered until the chunk reaches the target or the document ends;
   segment A is a random number of leading sentences of the chunk, B the rest;
 - `nsp`: with p=0.5 B is replaced by sentences from another document, starting at a random
   sentence and running until B fills the target; the chunk's sentences that B did not use
   are put back and start the next chunk. `sop`: with p=0.5 A and B are swapped. `sso`:
   next / swapped / random, 1/3 each;
-- the pair is cut to fit by removing tokens from the longer side, from the front or the
-  back at random, and counted.
+- the pair is cut to fit by removing tokens from the longer side (B on a tie, as
+  `truncate_seq_pair` does), from the front or the back at random, and counted.
 
 Three things differ from BERT, each so that labels mean what they say:
 
@@ -112,13 +113,14 @@ def max_content_tokens(max_seq_len: int) -> int:
 
 def trims(a: np.ndarray, b: np.ndarray, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """Tokens BERT's `truncate_seq_pair` removes from A and from B: one at a time from the
-    longer side (A on a tie) until both fit in `max_tokens`. The longer side loses the
-    difference first, then the two take turns, A first."""
+    longer side (`tokens_a if len(tokens_a) > len(tokens_b) else tokens_b`: B on a tie)
+    until both fit in `max_tokens`. The longer side loses the difference first, then the
+    two take turns, B first."""
     excess = np.maximum(a + b - max_tokens, 0)
     uneven = np.minimum(excess, np.abs(a - b))
     turns = excess - uneven
-    trim_a = np.where(a >= b, uneven, 0) + (turns + 1) // 2
-    trim_b = np.where(a < b, uneven, 0) + turns // 2
+    trim_a = np.where(a > b, uneven, 0) + turns // 2
+    trim_b = np.where(a < b, uneven, 0) + (turns + 1) // 2
     return trim_a, trim_b
 
 
@@ -141,15 +143,19 @@ def make_pairs(
     doc = np.flatnonzero(np.diff(doc_pieces) > 0)  # documents with pieces left
     piece = doc_pieces[doc]  # each one's next piece
     found: list[PairSpans] = []
+    # BERT draws the target length once per document, before its first chunk.
+    first = _Draws(rk.derive(keys[doc], _PAIRS, copy, 0))
+    targets = np.zeros(len(keys), dtype=np.int64)
+    targets[doc] = np.where(
+        first.uniform(_SHORT) < short_seq_prob,
+        2 + first.below(_LENGTH, max_tokens - 1),
+        max_tokens,
+    )
     step = 0
     while len(doc):
         draws = _Draws(rk.derive(keys[doc], _PAIRS, copy, step))
         end = doc_pieces[doc + 1]
-        target = np.where(
-            draws.uniform(_SHORT) < short_seq_prob,
-            2 + draws.below(_LENGTH, max_tokens - 1),
-            max_tokens,
-        )
+        target = targets[doc]
         # the chunk: pieces up to the first that reaches the target, or the document's last
         last = np.clip(np.searchsorted(starts, starts[piece] + target) - 1, piece, end - 1)
         label = draws.below(_LABEL, NUM_LABELS[mode])

@@ -180,10 +180,13 @@ def test_pair_sequences_place_specials(docs) -> None:
 
 
 def _truncate_seq_pair(a: int, b: int, max_tokens: int) -> tuple[int, int]:
-    """BERT's loop, counting: one token from the longer side (A on a tie) until they fit."""
+    """google-research/bert's loop, on lengths, counting what it removes:
+
+    trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    """
     cut_a = cut_b = 0
     while a + b > max_tokens:
-        if a >= b:
+        if a > b:
             a, cut_a = a - 1, cut_a + 1
         else:
             b, cut_b = b - 1, cut_b + 1
@@ -194,6 +197,25 @@ def _truncate_seq_pair(a: int, b: int, max_tokens: int) -> tuple[int, int]:
 def test_trims_are_berts_truncation(a, b, max_tokens) -> None:
     cut_a, cut_b = trims(np.array([a]), np.array([b]), max_tokens)
     assert (int(cut_a[0]), int(cut_b[0])) == _truncate_seq_pair(a, b, max_tokens)
+
+
+def test_the_target_length_is_drawn_once_per_document() -> None:
+    # One-token sentences fill a chunk to exactly its target, so every chunk of a document
+    # but its last has the document's target length (sop: B is always the document's own).
+    batch = batch_of([[1] * 300 for _ in range(400)])
+    counts = PairCounts()
+    keys = string_keys(3, [str(d) for d in range(len(batch))])
+    spans = make_pairs(batch, keys, "sop", 64, 0, counts, short_seq_prob=0.5)
+    length = (spans.first_hi - spans.first_lo) + (spans.second_hi - spans.second_lo)
+    shorts = 0
+    for d in range(len(batch)):
+        mine = spans.doc == d
+        last = spans.step[mine].max()
+        sizes = set(length[mine & (spans.step < last)].tolist())
+        assert len(sizes) == 1, (d, sizes)
+        shorts += sizes != {61}
+    # About half the documents drew a short target (binomial, n=400: sd 10).
+    assert 160 <= shorts <= 240
 
 
 @settings(max_examples=60, deadline=None)
