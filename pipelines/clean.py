@@ -25,7 +25,7 @@ from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import (
     ReadRawDocuments,
     WriteDocuments,
-    expand_inputs,
+    named_inputs,
     to_row,
 )
 from clozeworks.pipelines.options import pipeline_options, shuffle_for
@@ -153,7 +153,7 @@ def _check(config: CleanConfig, filters: Sequence[DocumentFilter]) -> None:
 def build_clean(
     p: Any,
     config: CleanConfig,
-    files: Sequence[str],
+    files: Sequence[str | tuple[str, str]],
     filters: Sequence[DocumentFilter],
     staging: str,
     rejects_staging: str | None,
@@ -205,11 +205,13 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     _check(config, filters)
-    files = expand_inputs(config.inputs)
+    files = named_inputs(config.inputs)
     staging = BEAM_FS.new_staging_dir(config.output)
     rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
     options = pipeline_options(beam_argv)
-    shuffle = shuffle_for(options, BEAM_FS.join(staging, "_shuffle"), _input_bytes(files))
+    shuffle = shuffle_for(
+        options, BEAM_FS.join(staging, "_shuffle"), _input_bytes([path for path, _ in files])
+    )
     try:
         with beam.Pipeline(options=options) as p:
             build_clean(p, config, files, filters, staging, rejects_staging, shuffle)

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import IO, Any
 
 import apache_beam as beam
@@ -54,18 +55,51 @@ def expand_inputs(patterns: Sequence[str]) -> list[str]:
 
     BadInputError naming the pattern when it matches nothing.
     """
-    files: list[str] = []
+    return [path for path, _ in named_inputs(patterns)]
+
+
+def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, name) of every input file, sorted by path. The name is the file's path below
+    the directory the pattern starts from, after that directory's own name (`raw/a.jsonl`
+    for `raw`, `./raw/`, `/data/raw/*.jsonl` or `raw/a.jsonl` alike), so ids made of it do
+    not depend on how the input was typed or where it lies. BadInputError when a pattern
+    matches nothing, or when two files would get the same name."""
+    named: dict[str, str] = {}
     for pattern in patterns:
         if any(ch in pattern for ch in "*?["):
             matched = _match(pattern)
+            root = pattern[: min(pattern.find(c) for c in "*?[" if c in pattern)]
+            root = root.rsplit("/", 1)[0] if "/" in root else "."
         else:
             # A directory (local or an object-store prefix) is read recursively.
-            matched = _match(BEAM_FS.join(pattern.rstrip("/"), "**")) or _match(pattern)
+            matched = _match(BEAM_FS.join(pattern.rstrip("/"), "**"))
+            root = pattern.rstrip("/")
+            if not matched:
+                matched = _match(pattern)
+                root = pattern.rsplit("/", 1)[0] if "/" in pattern.rstrip("/") else "."
         matched = [m for m in matched if not _hidden(m) and not os.path.isdir(m)]
         if not matched:
             raise BadInputError(f"{pattern}: no such file or directory (or nothing in it)")
-        files.extend(matched)
-    return sorted(set(files))
+        for path in matched:
+            named.setdefault(path, _name_below(path, root))
+    seen: dict[str, str] = {}
+    for path, name in sorted(named.items()):
+        if name in seen:
+            raise BadInputError(
+                f"{seen[name]} and {path} would both be named {name} in document ids; "
+                "give their directories different names, or ids with --id-field"
+            )
+        seen[name] = path
+    return sorted(named.items())
+
+
+def _name_below(path: str, root: str) -> str:
+    if "://" in root:
+        base = root.rstrip("/")
+        return base.rsplit("/", 1)[-1] + "/" + path[len(base) :].lstrip("/")
+    top = os.path.abspath(root)
+    relative = os.path.relpath(os.path.abspath(path), top)
+    return f"{os.path.basename(top) or top}/{relative}".replace(os.sep, "/")
 
 
 def _match(pattern: str) -> list[str]:
@@ -112,16 +146,20 @@ class _PlanReads(beam.DoFn):
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
 
-    def process(self, path: str) -> Iterator[ReadTask]:
+    def process(self, item: str | tuple[str, str]) -> Iterator[ReadTask]:
+        path, name = (item, "") if isinstance(item, str) else item
+        for task in self._plan(path):
+            yield replace(task, name=name)
+
+    def _plan(self, path: str) -> Iterable[ReadTask]:
         fmt = self.fmt or detect_format(path)
         if fmt != "parquet":
-            yield from plan_reads(path, fmt, _file_size(path), self.doc_sep, self.chunk_bytes)
-        elif is_compressed(path):
-            yield ReadTask(path, fmt)
-        else:
-            with _open(path) as f:
-                rows, sizes = parquet_layout(f, path)
-            yield from plan_parquet_reads(path, rows, sizes, self.chunk_bytes)
+            return plan_reads(path, fmt, _file_size(path), self.doc_sep, self.chunk_bytes)
+        if is_compressed(path):
+            return [ReadTask(path, fmt)]
+        with _open(path) as f:
+            rows, sizes = parquet_layout(f, path)
+        return plan_parquet_reads(path, rows, sizes, self.chunk_bytes)
 
 
 def _numbered_or_not(task: ReadTask, partitions: int) -> int:
@@ -191,12 +229,13 @@ class ReadRawDocuments(beam.PTransform):
 
     Files are planned into read tasks (large uncompressed files into byte ranges, Parquet
     into runs of row groups); ranges of one file learn how many lines precede them from a
-    newline count, so ids are `{path}#{line}` whichever worker reads which range.
+    newline count, so ids are `{name}#{line}` whichever worker reads which range. `files`
+    are paths, or (path, name) pairs from `named_inputs` (a bare path is its own name).
     """
 
     def __init__(
         self,
-        files: Sequence[str],
+        files: Sequence[str | tuple[str, str]],
         fmt: str | None = None,
         text_field: str = "text",
         id_field: str | None = None,

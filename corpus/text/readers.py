@@ -84,6 +84,9 @@ class ReadTask:
     start: int = 0
     end: int | None = None
     base: int | None = 0
+    # What documents name as their source, and their ids `{name}#{position}` are made of:
+    # the path relative to the input it was found under (`expand_inputs`); "" = `path`.
+    name: str = ""
 
 
 def detect_format(path: str) -> str:
@@ -212,14 +215,15 @@ def read_task(
     """The records of `task` from `stream` (decompressed; seekable when the task is a range)."""
     if task.base is None:
         raise ValueError(f"{task.path}: range {task.start} has not been numbered")
+    source = task.name or task.path
     if task.fmt == "jsonl":
-        return read_jsonl(stream, task.path, options, task.start, task.end, task.base)
+        return read_jsonl(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "txt" and options.doc_sep == "blank":
-        return read_txt_blocks(stream, task.path, options, task.start, task.end, task.base)
+        return read_txt_blocks(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "txt":
-        return read_txt_file(stream, task.path, options)
+        return read_txt_file(stream, source, options)
     if task.fmt == "parquet":
-        return read_parquet(stream, task.path, options, task.start, task.end, task.base)
+        return read_parquet(stream, source, options, task.start, task.end, task.base)
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

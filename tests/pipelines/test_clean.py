@@ -91,8 +91,8 @@ def test_run_clean_accounts_for_every_record_and_keeps_rejects(tmp_path) -> None
     assert files and files[0].name.endswith("-of-00001.parquet")
     rows = kept_rows(tmp_path / "docs")
     assert [(r["id"], r["text"]) for r in rows] == [
-        (f"{raw}/a.jsonl#1", "first document here"),
-        (f"{raw}/b.jsonl#1", "second document"),
+        ("raw/a.jsonl#1", "first document here"),
+        ("raw/b.jsonl#1", "second document"),
     ]
     assert json.loads((tmp_path / "docs" / "stats.json").read_text())["documents_out"] == 2
     assert not list((tmp_path / "docs").glob(".staging-*"))
@@ -142,8 +142,29 @@ def test_a_200_mb_document_is_counted_and_never_held(tmp_path) -> None:
         2,
         {"dropped.too_long": 1},
     )
-    assert [r["id"] for r in kept_rows(tmp_path / "docs")] == [f"{raw}#1", f"{raw}#3"]
+    assert [r["id"] for r in kept_rows(tmp_path / "docs")] == ["raw/big.jsonl#1", "raw/big.jsonl#3"]
     assert grown_mb < 120, f"peak RSS grew by {grown_mb:.0f} MB reading a 200 MB record"
+
+
+def test_ids_do_not_depend_on_how_the_input_is_spelled(tmp_path, monkeypatch) -> None:
+    raw = tmp_path / "data" / "raw"
+    write_jsonl(raw / "sub" / "a.jsonl", [{"text": "one document"}, {"text": "another"}])
+    monkeypatch.chdir(tmp_path / "data")
+    spellings = ["raw", "./raw/", str(raw), str(raw / "sub" / "*.jsonl"), "raw/../raw"]
+    seen = []
+    for i, spelling in enumerate(spellings):
+        run_clean(CleanConfig(inputs=[spelling], output=str(tmp_path / f"docs-{i}")))
+        seen.append(sorted((r["id"], r["source"]) for r in kept_rows(tmp_path / f"docs-{i}")))
+    assert seen[0] == [
+        ("raw/sub/a.jsonl#1", "raw/sub/a.jsonl"),
+        ("raw/sub/a.jsonl#2", "raw/sub/a.jsonl"),
+    ]
+    assert all(s == seen[0] for s in seen[1:3] + seen[4:])
+    assert seen[3][0][0] == "sub/a.jsonl#1"  # a glob starts below its directory part
+    (tmp_path / "other" / "raw" / "sub").mkdir(parents=True)
+    (tmp_path / "other" / "raw" / "sub" / "a.jsonl").write_text('{"text": "x"}\n')
+    with pytest.raises(BadInputError, match=r"would both be named raw/sub/a\.jsonl"):
+        run_clean(CleanConfig(inputs=["raw", str(tmp_path / "other" / "raw")], output="o"))
 
 
 def test_split_reads_give_the_ids_of_a_whole_read(tmp_path) -> None:
@@ -160,7 +181,7 @@ def test_split_reads_give_the_ids_of_a_whole_read(tmp_path) -> None:
         results[chunk]["rows"] = [_id_and_text(r) for r in kept_rows(out)]
     assert results[97]["rows"] == results[1 << 20]["rows"]
     assert len(results[97]["rows"]) == 100
-    assert (f"{raw}/b.txt#5", "block 1\nmore 1") in results[97]["rows"]
+    assert ("raw/b.txt#5", "block 1\nmore 1") in results[97]["rows"]
 
 
 def test_every_format_and_compression(tmp_path) -> None:
@@ -179,7 +200,7 @@ def test_every_format_and_compression(tmp_path) -> None:
     )
     assert stats["documents_out"] == 7 and stats["files"] == 6
     ids = [r["id"] for r in kept_rows(tmp_path / "docs")]
-    assert f"{raw}/e.parquet#2" in ids and f"{raw}/f.parquet.gz#1" in ids
+    assert "raw/e.parquet#2" in ids and "raw/f.parquet.gz#1" in ids
 
 
 COMPRESSORS = {
