@@ -316,15 +316,16 @@ def _document(
     if not value.strip():
         return Rejected("empty_text", source, position, sample=_sample(raw))
     doc_id = make_id(source, position) if record_id is None else str(record_id)
-    if _unencodable(value) or _unencodable(doc_id):
-        # JSON may spell a lone surrogate ("\ud800"): valid JSON, not encodable text.
-        return Rejected("bad_utf8", source, position, "lone surrogate", _sample(raw))
     return RawDocument(doc_id, value, source)
 
 
-def _unencodable(text: str) -> bool:
+def _lone_surrogate(doc: RawDocument | Rejected) -> bool:
+    """Whether a document's text or id cannot be written as UTF-8."""
+    if not isinstance(doc, RawDocument):
+        return False
     try:
-        text.encode("utf-8")
+        doc.text.encode("utf-8")
+        doc.id.encode("utf-8")
     except UnicodeEncodeError:
         return True
     return False
@@ -373,7 +374,12 @@ def read_jsonl(
             yield Rejected("missing_text", source, lineno, options.text_field, _sample(raw))
             continue
         record_id = record.get(options.id_field) if options.id_field else None
-        yield _document(record[options.text_field], source, lineno, record_id, raw)
+        doc = _document(record[options.text_field], source, lineno, record_id, raw)
+        # Only a JSON escape ("\ud800") can make a lone surrogate: valid JSON, not text.
+        # Decoded UTF-8 (txt, Parquet) never holds one, so only such lines are encoded.
+        if b"\\u" in raw and _lone_surrogate(doc):
+            doc = Rejected("bad_utf8", source, lineno, "lone surrogate", _sample(raw))
+        yield doc
 
 
 def read_txt_file(
