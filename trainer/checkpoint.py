@@ -143,8 +143,8 @@ def intact_problem(path: Path) -> str | None:
         file = path / name
         if not file.is_file():
             return f"{name} is missing"
-        if file.stat().st_size != size:
-            return f"{name} has {file.stat().st_size} bytes, {COMMITTED} says {size}"
+        if (found := file.stat().st_size) != size:
+            return f"{name} has {found} bytes, {COMMITTED} says {size}"
         if _sha256(file) != digest:
             return f"{name}'s sha256 differs from the one in {COMMITTED}"
     return None
@@ -161,6 +161,24 @@ LOAD_ERRORS = (
     OSError,
     EOFError,
 )
+
+
+class DamagedCheckpoint(Exception):
+    """A committed step whose files are not what COMMITTED recorded, or do not load."""
+
+
+def load_intact(
+    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
+) -> dict[str, Any]:
+    """`load_checkpoint` of a step checked first against its COMMITTED record;
+    DamagedCheckpoint saying what is wrong instead of whatever a damaged file raises."""
+    problem = intact_problem(path)
+    if problem is not None:
+        raise DamagedCheckpoint(problem)
+    try:
+        return load_checkpoint(path, model, optimizer)
+    except LOAD_ERRORS as err:
+        raise DamagedCheckpoint(f"does not load ({type(err).__name__}: {err})") from None
 
 
 def load_checkpoint(

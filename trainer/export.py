@@ -26,13 +26,7 @@ import torch
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.checkpoint import (
-    LOAD_ERRORS,
-    committed_steps,
-    intact_problem,
-    load_checkpoint,
-    step_dir,
-)
+from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.models.bert import Encoder, Layer
@@ -56,15 +50,12 @@ def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module
         raise UsageError(f"{run}: no committed checkpoint for step {step}; have {steps}")
     model = build_model(config)
     chosen = step_dir(run, step or steps[-1])
-    problem = intact_problem(chosen)
-    if problem is not None:
+    try:
+        load_intact(chosen, model, None)
+    except DamagedCheckpoint as err:
         older = [s for s in steps if s < (step or steps[-1])]
         hint = f"; --step {older[-1]} is the previous one" if older else ""
-        raise BadInputError(f"{chosen}: damaged checkpoint: {problem}{hint}")
-    try:
-        load_checkpoint(chosen, model, None)
-    except LOAD_ERRORS as err:
-        raise BadInputError(f"{chosen}: checkpoint does not load ({err})") from None
+        raise BadInputError(f"{chosen}: damaged checkpoint: {err}{hint}") from None
     return config, model.eval(), raw
 
 

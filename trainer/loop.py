@@ -28,10 +28,9 @@ from tqdm import tqdm
 from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
 from clozeworks.trainer.checkpoint import (
-    LOAD_ERRORS,
+    DamagedCheckpoint,
     committed_steps,
-    intact_problem,
-    load_checkpoint,
+    load_intact,
     rng_state,
     save_checkpoint,
     set_rng_state,
@@ -351,17 +350,15 @@ class _Run:
         steps = committed_steps(self.run)
         for step in reversed(steps):
             path = step_dir(self.run, step)
-            problem = intact_problem(path)
-            if problem is None:
-                try:
-                    state = load_checkpoint(path, self.model, self.optimizer)
-                except LOAD_ERRORS as err:
-                    problem = f"does not load ({type(err).__name__}: {err})"
-                else:
-                    missing = sorted({"ranks", "scheduler", "train", "phase"} - set(state))
-                    if not missing:
-                        return state
-                    problem = f"state.json lacks {', '.join(missing)}"
+            try:
+                state = load_intact(path, self.model, self.optimizer)
+            except DamagedCheckpoint as err:
+                problem = str(err)
+            else:
+                missing = sorted({"ranks", "scheduler", "train", "phase"} - set(state))
+                if not missing:
+                    return state
+                problem = f"state.json lacks {', '.join(missing)}"
             if self.d.main:
                 print(f"resume: skipping {path.name}: {problem}", file=sys.stderr)
         if steps:
