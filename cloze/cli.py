@@ -112,8 +112,7 @@ def main(argv: Sequence[str]) -> int:
         beam = _beam_option_strings() if getattr(module, "BEAM", False) else None
         bad = _not_beam(unknown, beam or [])
         if bad:
-            ours = [o for a in parser._subparsers._actions for o in a.option_strings]  # type: ignore[union-attr]
-            ours += _verb_option_strings(parser, args.command)
+            ours = _option_strings(parser) + _option_strings(_verb_parser(parser, args.command))
             return _fail(args.command, _unknown_message(bad, ours, beam or []), 2)
     _configure_logging(args.verbose or args.debug)
     try:
@@ -135,12 +134,13 @@ def main(argv: Sequence[str]) -> int:
         raise
 
 
-def _verb_option_strings(parser: argparse.ArgumentParser, verb: str) -> list[str]:
-    for action in parser._subparsers._actions:  # type: ignore[union-attr]
-        if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
-            sub = action.choices[verb]
-            return [o for a in sub._actions for o in a.option_strings]
-    return []
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for a in parser._actions for o in a.option_strings]
+
+
+def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices[verb]
 
 
 def _beam_option_strings() -> list[str]:
@@ -152,17 +152,16 @@ def _beam_option_strings() -> list[str]:
     for cls in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         with contextlib.suppress(argparse.ArgumentError):  # two classes may share a flag
             cls._add_argparse_args(parser)
-    return [o for a in parser._actions for o in a.option_strings]
+    return _option_strings(parser)
 
 
 def _not_beam(flags: Sequence[str], beam: Sequence[str]) -> list[str]:
     """The flags in `flags` that Beam does not know; a stray value counts as unknown only
     when there is no flag it could belong to."""
-    known = set(beam)
-    bad = [f for f in flags if f.startswith("-") and f.split("=", 1)[0] not in known]
     if not any(f.startswith("-") for f in flags):
         return list(flags)
-    return bad
+    known = set(beam)
+    return [f for f in flags if f.startswith("-") and f.split("=", 1)[0] not in known]
 
 
 def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str]) -> str:

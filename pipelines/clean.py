@@ -217,22 +217,19 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
             build_clean(p, config, files, filters, staging, rejects_staging, shuffle)
         if shuffle.directory is not None:
             BEAM_FS.remove_tree(shuffle.directory)
+        counts = _zero_defaults(read_counters(p.result))
+        missing = counts.get("dropped.missing_text", 0)
+        if missing and missing == counts["documents_in"]:
+            # Not a corpus with bad records: a field name that matches nothing.
+            raise BadInputError(
+                f"none of the {missing} records has a text field {config.text_field!r} "
+                "(set --text-field to the field or column that holds the text)"
+            )
     except BaseException:
         BEAM_FS.remove_tree(staging)
         if rejects_staging:
             BEAM_FS.remove_tree(rejects_staging)
         raise
-    counts = _zero_defaults(read_counters(p.result))
-    missing = counts.get("dropped.missing_text", 0)
-    if missing and missing == counts["documents_in"]:
-        # Not a corpus with bad records: a field name that matches nothing.
-        BEAM_FS.remove_tree(staging)
-        if rejects_staging:
-            BEAM_FS.remove_tree(rejects_staging)
-        raise BadInputError(
-            f"none of the {missing} records has a text field {config.text_field!r} "
-            "(set --text-field to the field or column that holds the text)"
-        )
     stats = {
         "stage": "clean",
         "inputs": list(config.inputs),

@@ -68,9 +68,10 @@ def build_filters(
 ) -> list[DocumentFilter]:
     """Instantiate filters by name with per-filter keyword options; ValueError on unknown names."""
     options = options or {}
-    filters = [FILTERS[n](**options.get(n, {})) for n in expand_names(names)]
-    for name, f in zip(expand_names(names), filters, strict=True):
-        check_values(name, f)
+    filters = []
+    for name in expand_names(names):
+        filters.append(FILTERS[name](**options.get(name, {})))
+        check_values(name, filters[-1])
     return filters
 
 
