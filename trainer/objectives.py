@@ -18,6 +18,7 @@ objective NAME, `NAME_loss`, `NAME_correct` and `NAME_count` (tensors, so ranks 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import torch
@@ -241,3 +242,13 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
     kind = premask.kind if premask is not None else config.masking.kind
     if "sbo" in objectives and kind != "span":
         raise UsageError(f"sbo predicts masked spans; use span masking (the masking is {kind})")
+
+
+def with_pair_objective(config: TrainConfig, manifest: Manifest) -> TrainConfig:
+    """`config` training its shard set's sentence objective too, when it would otherwise
+    train BERT or ALBERT with MLM alone on pairs (what the pairs are for: `mlm,nsp` on nsp
+    shards, as BERT did)."""
+    pairs = manifest.mode in SENTENCE_OBJECTIVES and config.model.family in ("bert", "albert")
+    if pairs and config.objectives == ("mlm",):
+        return replace(config, objectives=("mlm", manifest.mode))
+    return config

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from clozeworks.schemas.errors import UsageError
@@ -21,7 +20,6 @@ from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import (
     MODEL_PRESETS,
     OPTIM_PRESETS,
-    SENTENCE_OBJECTIVES,
     Phase2Config,
     TrainConfig,
     load_config_file,
@@ -29,6 +27,7 @@ from clozeworks.trainer.config import (
     preset,
 )
 from clozeworks.trainer.loop import train
+from clozeworks.trainer.objectives import with_pair_objective
 
 HELP = "shards -> trained model run directory"
 BEAM = False
@@ -123,10 +122,9 @@ def _fit_to_shards(config: TrainConfig, args: argparse.Namespace) -> TrainConfig
             f"({manifest.premask.kind}) and trains with its stored masks"
         )
     untouched = config.objectives == preset(args.preset).objectives and not args.objective
-    pairs = manifest.mode in SENTENCE_OBJECTIVES and config.model.family in ("bert", "albert")
-    if untouched and config.objectives == ("mlm",) and pairs:
-        # BERT on NSP pairs trains NSP too (and ALBERT on SOP pairs, SOP): what the pairs are for.
-        config = replace(config, objectives=("mlm", manifest.mode))
+    fitted = with_pair_objective(config, manifest) if untouched else config
+    if fitted is not config:
+        config = fitted
         print(
             f"objectives: mlm,{manifest.mode} ({args.data} holds {manifest.mode} pairs; "
             "--objective mlm trains MLM alone)",
