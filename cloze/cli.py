@@ -110,10 +110,10 @@ def main(argv: Sequence[str]) -> int:
     args.given_flags = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
     if unknown:
         beam = _beam_option_strings() if getattr(module, "BEAM", False) else None
-        bad = _not_beam(unknown, beam or [])
+        bad = _not_beam(unknown, beam or {})
         if bad:
             ours = _option_strings(parser) + _option_strings(_verb_parser(parser, args.command))
-            return _fail(args.command, _unknown_message(bad, ours, beam or []), 2)
+            return _fail(args.command, _unknown_message(bad, ours, list(beam or {})), 2)
     _configure_logging(args.verbose or args.debug)
     try:
         return int(module.run(args, unknown) or 0)
@@ -143,32 +143,47 @@ def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.Argumen
     return sub.choices[verb]
 
 
-def _beam_option_strings() -> list[str]:
-    """Every flag Beam's PipelineOptions knows, gathered as Beam itself does (every
-    PipelineOptions subclass adds its arguments to one parser)."""
+def _beam_option_strings() -> dict[str, bool]:
+    """Every flag Beam's PipelineOptions knows, and whether it takes a value, gathered as
+    Beam itself does (every PipelineOptions subclass adds its arguments to one parser)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     for cls in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
         with contextlib.suppress(argparse.ArgumentError):  # two classes may share a flag
             cls._add_argparse_args(parser)
-    return _option_strings(parser)
+    return {o: a.nargs != 0 for a in parser._actions for o in a.option_strings}
 
 
-def _not_beam(flags: Sequence[str], beam: Sequence[str]) -> list[str]:
-    """The flags in `flags` that Beam does not know; a stray value counts as unknown only
-    when there is no flag it could belong to."""
-    if not any(f.startswith("-") for f in flags):
-        return list(flags)
-    known = set(beam)
-    return [f for f in flags if f.startswith("-") and f.split("=", 1)[0] not in known]
+def _not_beam(flags: Sequence[str], beam: dict[str, bool]) -> list[str]:
+    """The words in `flags` that Beam does not take: flags it does not know, and values
+    that follow no Beam flag that takes one (`--filters c4 gopher`: gopher is a stray)."""
+    bad = []
+    wants_value = False
+    for word in flags:
+        if word.startswith("-"):
+            name, has_value = word.split("=", 1)[0], "=" in word
+            if name not in beam:
+                bad.append(word)
+            # A value after an unknown flag is that flag's, not one more mistake.
+            wants_value = beam.get(name, True) and not has_value
+        else:
+            if not wants_value:
+                bad.append(word)
+            wants_value = False
+    return bad
 
 
 def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str]) -> str:
     flag = bad[0].split("=", 1)[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    if not flag.startswith("-"):
+        return (
+            f"unexpected value {flag!r}{more}: no flag before it takes it "
+            "(a flag takes one value; lists are comma-separated)"
+        )
     close = difflib.get_close_matches(flag, [*ours, *beam], n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
-    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
     known = "this command's or Beam's" if beam else "this command's"
     return f"unrecognized argument {flag}{more}: not one of {known} flags{hint}"
 

@@ -190,6 +190,12 @@ def test_errors_are_one_line_on_the_real_stderr_and_tracebacks_need_debug(tmp_pa
         (["clean", "--input", "i", "--output", "o", "--runer", "DirectRunner"], "--runner?"),
         (["export", "--run", "r", "--output", "o", "--stepp", "5"], "did you mean --step?"),
         (["dedup", "--input", "i", "--output", "o", "--threshold", "0.7"], "only with --near"),
+        # A stray value stays one even when Beam flags follow it.
+        (
+            ["clean", "--input", "i", "--output", "o", "--filters", "c4", "gopher", "--runner=X"],
+            "unexpected value 'gopher': no flag before it takes it",
+        ),
+        (["clean", "--input", "i", "--output", "o", "gopher"], "unexpected value 'gopher'"),
     ],
 )
 def test_a_flag_that_would_be_ignored_is_refused(tmp_path, capsys, argv, message) -> None:
