@@ -24,8 +24,9 @@ from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import (
     ReadRawDocuments,
-    WriteDocuments,
+    WriteParquetParts,
     named_inputs,
+    parts_for,
     to_row,
 )
 from clozeworks.pipelines.options import pipeline_options, shuffle_for
@@ -158,10 +159,12 @@ def build_clean(
     staging: str,
     rejects_staging: str | None,
     shuffle: Shuffle | None = None,
+    parts: int = 1,
 ) -> None:
     """Add the clean stages to pipeline `p` (separate from running it, so tests can check
-    what would be sent to a runner). With ids from the input, `shuffle` groups them to
-    keep one document per id."""
+    what would be sent to a runner). `shuffle` groups the kept documents into `parts`
+    files by id (and with ids from the input, keeps one document per id)."""
+    shuffle = shuffle or Shuffle()
     # RawDocument; unusable records go to `rejected`, counted by reason.
     raw = p | "ReadRaw" >> ReadRawDocuments(
         files,
@@ -177,11 +180,13 @@ def build_clean(
         config.normal_form, filters, config.fix_mojibake
     )
     kept, dropped = cleaned.kept, [cleaned.dropped]
-    if config.id_field and shuffle is not None:
+    if config.id_field:
         unique = kept | "UniqueIds" >> UniqueIds(shuffle)
         kept = unique.kept
         dropped.append(unique.dropped)
-    _ = kept | "Write" >> WriteDocuments(staging)
+    # Through a grouping by id rather than as bundled: which documents share a file must
+    # not depend on how many workers read the inputs.
+    _ = kept | "Write" >> WriteParquetParts(staging, parts, shuffle)
     if rejects_staging:
         unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
         lines = [
@@ -209,12 +214,12 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     staging = BEAM_FS.new_staging_dir(config.output)
     rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
     options = pipeline_options(beam_argv)
-    shuffle = shuffle_for(
-        options, BEAM_FS.join(staging, "_shuffle"), _input_bytes([path for path, _ in files])
-    )
+    text_bytes = _input_bytes([path for path, _ in files])
+    shuffle = shuffle_for(options, BEAM_FS.join(staging, "_shuffle"), text_bytes)
+    parts = parts_for(text_bytes)
     try:
         with beam.Pipeline(options=options) as p:
-            build_clean(p, config, files, filters, staging, rejects_staging, shuffle)
+            build_clean(p, config, files, filters, staging, rejects_staging, shuffle, parts)
         if shuffle.directory is not None:
             BEAM_FS.remove_tree(shuffle.directory)
         counts = _zero_defaults(read_counters(p.result))

@@ -8,10 +8,18 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 
 NAMESPACE = "clozeworks"
+# Counters of how the work was done (shuffle files, which depend on bundling and workers),
+# not of the data: visible in the runner's metrics, kept out of stats.json so that it is
+# the same however many workers ran.
+RUNNER_NAMESPACE = "clozeworks.runner"
 
 
 def counter(name: str) -> Any:
     return Metrics.counter(NAMESPACE, name)
+
+
+def runner_counter(name: str) -> Any:
+    return Metrics.counter(RUNNER_NAMESPACE, name)
 
 
 def read_counters(result: Any) -> dict[str, int]:

@@ -28,7 +28,12 @@ from clozeworks.corpus.dedup.minhash import optimal_param
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.counters import counter, read_counters
-from clozeworks.pipelines.documents_io import ReadDocuments, WriteDocuments, read_store_stats
+from clozeworks.pipelines.documents_io import (
+    ReadDocuments,
+    WriteParquetParts,
+    parts_for,
+    read_store_stats,
+)
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from clozeworks.pipelines.options import pipeline_options, shuffle_for
 from clozeworks.pipelines.shuffle import Shuffle
@@ -183,10 +188,14 @@ class ClusterReport(beam.PTransform):
     """(child, root) pairs -> the largest clusters as one JSON line under `staging/_top`, and
     with `clusters_dir`, (id, cluster) rows for every member (the root is its own cluster)."""
 
-    def __init__(self, staging: str, clusters_dir: str | None) -> None:
+    def __init__(
+        self, staging: str, clusters_dir: str | None, shuffle: Shuffle, parts: int
+    ) -> None:
         super().__init__()
         self.staging = staging
         self.clusters_dir = clusters_dir
+        self.shuffle = shuffle
+        self.parts = parts
 
     def expand(self, assignment: Any) -> Any:
         # (root, number of other members); combined before the shuffle, so no worker sees
@@ -207,17 +216,10 @@ class ClusterReport(beam.PTransform):
         if self.clusters_dir:
             members = assignment | "MemberRows" >> beam.FlatMap(_member_rows)
             roots = sizes | "RootRows" >> beam.Map(_root_row)
-            _ = (
-                (members, roots)
-                | "AllMembers" >> beam.Flatten()
-                | "WriteClusters"
-                >> beam.io.WriteToParquet(
-                    BEAM_FS.join(self.clusters_dir, "clusters"),
-                    schema=CLUSTERS,
-                    file_name_suffix=".parquet",
-                    shard_name_template="-SSSSS-of-NNNNN",
-                )
+            write = WriteParquetParts(
+                self.clusters_dir, self.parts, self.shuffle, CLUSTERS, "clusters"
             )
+            _ = (members, roots) | "AllMembers" >> beam.Flatten() | "WriteClusters" >> write
         return sizes
 
 
@@ -311,12 +313,16 @@ def _apply_and_write(
     staging: str,
     clusters: str | None,
     shuffle: Shuffle,
+    parts: int,
 ) -> None:
-    _ = assignment | "Report" >> ClusterReport(staging, clusters)
+    _ = assignment | "Report" >> ClusterReport(staging, clusters, shuffle, parts)
     kept = (rows, assignment) | "Apply" >> ApplyClusters(shuffle)
     if config.line_dedup:
         kept = kept | "LineDedup" >> LineDedup(config.line_dedup_min_sentences, shuffle)
-    _ = kept | "CountOut" >> beam.Map(_count_out) | "Write" >> WriteDocuments(staging)
+    # Written in parts by id: which documents survive a join does not depend on the
+    # workers, but which of them share a file would.
+    write = WriteParquetParts(staging, parts, shuffle)
+    _ = kept | "CountOut" >> beam.Map(_count_out) | "Write" >> write
 
 
 def _edges(rows: Any, config: DedupConfig, settings: NearSettings, shuffle: Shuffle) -> Any:
@@ -341,8 +347,10 @@ def build_dedup(
     state: str,
     rounds: int,
     shuffle: Shuffle | None = None,
+    parts: int = 1,
 ) -> None:
-    """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply."""
+    """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply,
+    and the kept documents written as `parts` part files."""
     shuffle = shuffle or Shuffle()
     rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
     if rounds:
@@ -352,7 +360,7 @@ def build_dedup(
         _ = edges | "SaveEdges" >> _WriteEdges(f"{state}-{rounds:04d}")
     else:
         edges = p | "NoEdges" >> beam.Create([])
-    _apply_and_write(rows, edges, config, staging, clusters, shuffle)
+    _apply_and_write(rows, edges, config, staging, clusters, shuffle, parts)
 
 
 def build_more_rounds(
@@ -375,13 +383,14 @@ def build_apply(
     staging: str,
     clusters: str | None,
     shuffle: Shuffle | None = None,
+    parts: int = 1,
 ) -> None:
     """Join the documents with settled saved edges and write the result."""
     rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
     edges = (
         p | "ReadEdges" >> beam.io.ReadFromParquet(edges_glob) | "AsEdges" >> beam.Map(_row_edge)
     )
-    _apply_and_write(rows, edges, config, staging, clusters, shuffle or Shuffle())
+    _apply_and_write(rows, edges, config, staging, clusters, shuffle or Shuffle(), parts)
 
 
 _APPLY_COUNTERS = (
@@ -466,9 +475,10 @@ def _find_and_apply(
         return shuffle_for(options, BEAM_FS.join(staging, "_shuffle", name), text_bytes)
 
     rounds = config.cc_rounds if (config.exact or config.near) else 0
+    parts = parts_for(text_bytes)
     with beam.Pipeline(options=options) as p:
         main = shuffle("main")
-        build_dedup(p, config, settings, staging, clusters, state, rounds, main)
+        build_dedup(p, config, settings, staging, clusters, state, rounds, main, parts)
     _remove_shuffle(main)
     counters = read_counters(p.result)
     if not counters.get("cc.unsettled", 0):
@@ -490,7 +500,8 @@ def _find_and_apply(
     if clusters:
         _delete(BEAM_FS.join(clusters, CLUSTERS_GLOB))
     with beam.Pipeline(options=options) as p:
-        build_apply(p, config, f"{state}-{rounds:04d}*", staging, clusters, shuffle("apply"))
+        edges = f"{state}-{rounds:04d}*"
+        build_apply(p, config, edges, staging, clusters, shuffle("apply"), parts)
     applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}
     return {**found, **applied, "cc.unsettled": 0}, rounds
 

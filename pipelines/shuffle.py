@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.coders import Coder
+from apache_beam.coders import Coder, VarIntCoder
 from apache_beam.transforms.window import GlobalWindows
 
 from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.counters import runner_counter
 
 _RECORD = struct.Struct("<II")  # key length, value length
 # Bytes a Spill DoFn buffers before it writes a file; the bound on its memory.
@@ -51,13 +51,22 @@ def _bucket(key: bytes, buckets: int) -> int:
 
 
 class _Spill(beam.DoFn):
-    """(key, value) -> (bucket, (path, start, end)) for every bucket of every file written."""
+    """(key, value) -> (bucket, (path, start, end)) for every bucket of every file written.
+    With `by_part` the keys are bucket numbers themselves (0 <= key < buckets)."""
 
-    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+    def __init__(
+        self,
+        directory: str,
+        buckets: int,
+        key_coder: Coder,
+        value_coder: Coder,
+        by_part: bool = False,
+    ):
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
+        self.by_part = by_part
 
     def start_bundle(self) -> None:
         self._parts: dict[int, list[bytes]] = {}
@@ -67,7 +76,8 @@ class _Spill(beam.DoFn):
         key = self.key_coder.encode(element[0])
         value = self.value_coder.encode(element[1])
         record = b"".join((_RECORD.pack(len(key), len(value)), key, value))
-        self._parts.setdefault(_bucket(key, self.buckets), []).append(record)
+        bucket = element[0] if self.by_part else _bucket(key, self.buckets)
+        self._parts.setdefault(bucket, []).append(record)
         self._size += len(record)
         if self._size >= SPILL_BYTES:
             yield from self._write()
@@ -88,8 +98,8 @@ class _Spill(beam.DoFn):
                 f.write(data)
                 ranges.append((bucket, (path, offset, offset + len(data))))
                 offset += len(data)
-        counter("shuffle.files").inc()
-        counter("shuffle.bytes").inc(offset)
+        runner_counter("shuffle.files").inc()
+        runner_counter("shuffle.bytes").inc(offset)
         self._parts, self._size = {}, 0
         yield from ranges
 
@@ -134,15 +144,23 @@ class GroupThroughFiles(beam.PTransform):
     its whole output in memory.)
     """
 
-    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+    def __init__(
+        self,
+        directory: str,
+        buckets: int,
+        key_coder: Coder,
+        value_coder: Coder,
+        by_part: bool = False,
+    ):
         super().__init__()
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
+        self.by_part = by_part
 
     def expand(self, pairs: Any) -> Any:
-        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder)
+        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder, self.by_part)
         if isinstance(pairs, tuple | list):
             spilled = [pc | f"Spill{i}" >> beam.ParDo(spill) for i, pc in enumerate(pairs)]
             ranges = spilled | "AllSpills" >> beam.Flatten()
@@ -207,6 +225,15 @@ class Shuffle:
             return _FlattenAndGroup()
         return GroupThroughFiles(
             BEAM_FS.join(self.directory, name), self.buckets, key_coder, value_coder
+        )
+
+    def group_by_part(self, name: str, parts: int, value_coder: Coder) -> beam.PTransform:
+        """A PTransform (part, value) -> (part, iterable of values) for integer parts in
+        [0, parts): each part is a bucket of its own, so one is read at a time."""
+        if self.directory is None:
+            return _FlattenAndGroup()
+        return GroupThroughFiles(
+            BEAM_FS.join(self.directory, name), parts, VarIntCoder(), value_coder, by_part=True
         )
 
     def co_group_by_key(

@@ -20,6 +20,5 @@ DOCUMENT_FIELDS = tuple(DOCUMENT.names)
 # without it is an interrupted run, not a document store.
 DOCS_GLOB = "part-*.parquet"
 DOCS_PREFIX = "part"
-DOCS_SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 DOCS_SUFFIX = ".parquet"
 STATS_FILE = "stats.json"

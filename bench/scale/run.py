@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale/run.py --gb 0.5 1 2            # every stage, three sizes
     .venv/bin/python bench/scale/run.py --gb 0.2 --stages clean near full-sentences
+    .venv/bin/python bench/scale/run.py --gb 0.2 --workers 1 2   # speed-up, same bytes?
 
 For each size a corpus of realistic documents (bench/scale/corpus.py: Python's reST docs,
 Debian copyright files, man pages; median about 4 KB) is written under --work, then each
@@ -11,12 +12,18 @@ runs, its output directory's size is sampled every half second: the peak above t
 size is the temporary disk it used, and a `.staging-*` left behind is reported. Prints
 one table row per stage and size, then, per stage, how peak RSS grew from the smallest to
 the largest size. MB/s is the corpus's text megabytes over wall seconds.
+
+With `--workers 1 2` each stage runs once per worker count (more than one worker is the
+DirectRunner's `--direct_num_workers N --direct_running_mode multi_processing`): the rows
+then give the speed-up over one worker and whether the output is byte-identical to the
+one-worker run (every file, stats.json included). Later stages read the one-worker output.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -75,6 +82,34 @@ def commands(stage: str, work: Path, extra: list[str]) -> tuple[list[str], Path]
     return [*cmd, *extra], out
 
 
+def worker_flags(workers: int) -> list[str]:
+    if workers == 1:
+        return []
+    return ["--direct_num_workers", str(workers), "--direct_running_mode", "multi_processing"]
+
+
+def tree_digests(path: Path) -> dict[str, str]:
+    """{relative path: sha256} of every file under `path`."""
+    digests = {}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digests[str(file.relative_to(path))] = hashlib.sha256(file.read_bytes()).hexdigest()
+    return digests
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> str:
+    """'identical', or which files differ between two trees."""
+    if a == b:
+        return "identical"
+    only = sorted(set(a) ^ set(b))
+    changed = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+    parts = []
+    if only:
+        parts.append(f"{len(only)} files in one only ({', '.join(only[:3])}...)")
+    if changed:
+        parts.append(f"{len(changed)} files differ ({', '.join(changed[:3])})")
+    return "; ".join(parts)
+
+
 def tree_bytes(path: Path) -> int:
     total = 0
     for dirpath, _, files in os.walk(path):
@@ -118,6 +153,9 @@ def main() -> None:
     p.add_argument("--gb", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     p.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
     p.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
+    p.add_argument(
+        "--workers", type=int, nargs="+", default=[1], help="worker counts to run each stage with"
+    )
     p.add_argument("--keep", action="store_true", help="keep the corpora and outputs")
     p.add_argument("beam", nargs="*", help="after --: flags for every stage (Beam's too)")
     args = p.parse_args()
@@ -130,18 +168,32 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         docs, text = write_corpus(work / "raw" / "corpus.jsonl", gb * 1000)
         for stage in args.stages:
-            cmd, out = commands(stage, work, args.beam)
-            r = run_stage(cmd, out)
-            rss.setdefault(stage, []).append(r["rss_mb"])
-            if not args.keep and stage not in ("clean", "dedup", "vocab"):
-                shutil.rmtree(out, ignore_errors=True)  # later stages do not read it; disk
-            left = "  staging left behind!" if r["left"] else ""
-            print(
-                f"{stage:24s} {gb:5g} {docs:9d} {r['seconds']:8.1f} "
-                f"{text / 1e6 / r['seconds']:7.2f} {r['rss_mb']:8.0f} {r['temp_mb']:8.0f} "
-                f"{r['temp_mb'] * 1e6 / text:8.2f}{left}",
-                flush=True,
-            )
+            first: dict[str, float] = {}
+            digests: dict[str, str] = {}
+            for workers in args.workers:
+                cmd, out = commands(stage, work, [*args.beam, *worker_flags(workers)])
+                if workers != args.workers[0]:  # later stages read the first run's output
+                    out = out.with_name(f"{out.name}-w{workers}")
+                    cmd[cmd.index("--output") + 1] = str(out)
+                r = run_stage(cmd, out)
+                left = "  staging left behind!" if r["left"] else ""
+                if workers == args.workers[0]:
+                    first, digests = r, tree_digests(out)
+                    rss.setdefault(stage, []).append(r["rss_mb"])
+                    extra = ""
+                else:
+                    same = differences(digests, tree_digests(out))
+                    extra = f"  {workers} workers: {first['seconds'] / r['seconds']:.2f}x, {same}"
+                if workers != args.workers[0] or (
+                    not args.keep and stage not in ("clean", "dedup", "vocab")
+                ):
+                    shutil.rmtree(out, ignore_errors=True)  # later stages do not read it; disk
+                print(
+                    f"{stage:24s} {gb:5g} {docs:9d} {r['seconds']:8.1f} "
+                    f"{text / 1e6 / r['seconds']:7.2f} {r['rss_mb']:8.0f} {r['temp_mb']:8.0f} "
+                    f"{r['temp_mb'] * 1e6 / text:8.2f}{left}{extra}",
+                    flush=True,
+                )
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     if len(args.gb) > 1:

@@ -7,6 +7,7 @@ from typing import Any
 
 import apache_beam as beam
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from apache_beam.coders import FastPrimitivesCoder, StrUtf8Coder, VarIntCoder
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -15,7 +16,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.pipelines import shuffle as shuffle_module
 from clozeworks.pipelines.coders import ArraysCoder
+from clozeworks.pipelines.documents_io import WriteParquetParts
 from clozeworks.pipelines.shuffle import Shuffle, buckets_for
+from clozeworks.schemas.documents import DOCUMENT
 
 PAIRS = [(i % 7, f"v{i:03d}") for i in range(200)] + [(1000, "alone")]
 
@@ -113,3 +116,38 @@ def test_buckets_grow_with_the_data_as_powers_of_two() -> None:
     assert buckets_for(0) == 16
     assert buckets_for(10 << 30) == 256
     assert buckets_for(1 << 50) == 4096
+
+
+def _doc(i: int) -> dict[str, str]:
+    return {"id": f"d{i:04d}", "text": f"text {i}", "source": "s", "meta": "{}"}
+
+
+@pytest.mark.parametrize("order", ["forward", "reversed"])
+def test_document_parts_are_the_same_bytes_through_files_or_group_by_key(
+    tmp_path: Path, order: str
+) -> None:
+    rows = [_doc(i) for i in range(60)]
+    if order == "reversed":
+        rows.reverse()
+    written = {}
+    for name, shuffle in (("files", Shuffle(str(tmp_path / "spill"), 4)), ("gbk", Shuffle())):
+        staging = tmp_path / name
+        staging.mkdir()
+        with TestPipeline() as p:
+            _ = p | beam.Create(rows) | WriteParquetParts(str(staging), 5, shuffle)
+        written[name] = {f.name: f.read_bytes() for f in sorted(staging.iterdir())}
+    names = [f"part-{i:05d}-of-00005.parquet" for i in range(5)]
+    assert sorted(written["files"]) == names  # every part, even one no id hashes to
+    assert written["files"] == written["gbk"]
+    back = [pq.read_table(tmp_path / "files" / n).to_pylist() for n in names]
+    assert sorted(r["id"] for part in back for r in part) == [f"d{i:04d}" for i in range(60)]
+    for part in back:
+        assert [r["id"] for r in part] == sorted(r["id"] for r in part)
+
+
+def test_a_part_no_row_hashes_to_is_an_empty_file(tmp_path: Path) -> None:
+    with TestPipeline() as p:
+        _ = p | beam.Create([_doc(1)]) | WriteParquetParts(str(tmp_path), 3, Shuffle())
+    tables = [pq.read_table(f) for f in sorted(tmp_path.glob("part-*.parquet"))]
+    assert [t.num_rows for t in tables].count(0) == 2 and sum(t.num_rows for t in tables) == 1
+    assert all(t.schema.equals(DOCUMENT) for t in tables)
