@@ -104,8 +104,10 @@ def _tensorboard(run: Path, resume_step: int) -> Any:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # tensorboard is optional: pip install 'clozeworks[tensorboard]'
         return None
-    # purge_step drops events a killed run wrote past the checkpoint it resumes from.
-    return SummaryWriter(str(run / "tensorboard"), purge_step=resume_step or None)
+    # purge_step drops events a killed run wrote past the checkpoint it resumes from; the
+    # checkpoint's own step was logged before it was saved, so it stays.
+    purge = resume_step + 1 if resume_step else None
+    return SummaryWriter(str(run / "tensorboard"), purge_step=purge)
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

@@ -162,3 +162,21 @@ def test_tensorboard_gets_the_logged_scalars(shards_dir, tmp_path) -> None:
     steps = [e.step for e in events.Scalars("mlm_loss")]
     assert steps == [2, 4]
     assert {"loss", "lr", "tokens_per_s", "mlm_accuracy"} <= set(events.Tags()["scalars"])
+
+
+def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = tmp_path / "run"
+    config = replace(tiny_config(max_steps=8), tensorboard=True)
+    train(config, shards_dir, run, progress=False)
+    # As if killed after logging step 8 but before its checkpoint was committed: the
+    # resume starts from step 4 and logs steps 6 and 8 a second time.
+    shutil.rmtree(run / "step-0000008")
+    train(config, shards_dir, run, resume=True, progress=False)
+    events = EventAccumulator(str(run / "tensorboard"))
+    events.Reload()
+    scalars = events.Scalars("mlm_loss")
+    assert [e.step for e in scalars] == [2, 4, 6, 8]
+    losses = {r["step"]: r["mlm_loss"] for r in logged(run)}
+    assert [e.value for e in scalars] == pytest.approx([losses[s] for s in (2, 4, 6, 8)])
