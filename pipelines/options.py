@@ -13,6 +13,10 @@ from apache_beam.options.pipeline_options import (
 
 from clozeworks.pipelines.shuffle import Shuffle, buckets_for
 
+# Below this much data a grouping waits in memory (Beam's own GroupByKey): at most a few
+# hundred MB there, and writing and reading files would cost more than the grouping.
+IN_MEMORY_BELOW = 16 << 20
+
 
 def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     """PipelineOptions from the flags the command did not know.
@@ -33,8 +37,9 @@ def shuffle_for(options: PipelineOptions, directory: str, data_bytes: int) -> Sh
     """How a pipeline's groupings cross: through files under `directory` where a grouping
     would wait in one process's memory (the DirectRunner, the portable runner's embedded
     job server), Beam's own shuffle where a service does it (Dataflow, Flink, Spark).
-    `data_bytes` (about what will be shuffled) sizes the buckets."""
-    if not is_local(options):
+    `data_bytes` (about what will be shuffled) sizes the buckets; below IN_MEMORY_BELOW
+    the grouping stays in memory. Either way the output is the same."""
+    if not is_local(options) or data_bytes < IN_MEMORY_BELOW:
         return Shuffle()
     return Shuffle(directory, buckets_for(data_bytes))
 

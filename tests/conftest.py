@@ -10,10 +10,21 @@ import pytest
 
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.pipelines import options
 from clozeworks.pipelines.build import BuildConfig, BuildPaths, run_build
 from clozeworks.schemas.manifest import Manifest
 
 SMALL_DOCS = 800
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _group_through_files():
+    """Test corpora are far below `IN_MEMORY_BELOW`, so they would group in memory; the
+    tests run the path real corpora take, through files. (test_pipelines_in_memory checks
+    that the in-memory path writes the same bytes.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(options, "IN_MEMORY_BELOW", 0)
+        yield
 
 
 @pytest.fixture(scope="session")
