@@ -52,7 +52,11 @@ STAGES = (
     "sop",
     "sso",
     "full-sentences-premask",
+    "doc-sentences-premask",
+    "single-premask",
     "nsp-premask",
+    "sop-premask",
+    "sso-premask",
     "build",
 )
 
