@@ -15,9 +15,10 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from types import ModuleType
 
+from clozeworks.schemas import errors
 from clozeworks.schemas.errors import ClozeError
 
 # Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
@@ -116,14 +117,16 @@ def main(argv: Sequence[str]) -> int:
             return _fail(args.command, _unknown_message(bad, ours, list(beam or {})), 2)
     _configure_logging(args.verbose or args.debug)
     try:
-        return int(module.run(args, unknown) or 0)
+        with _quiet_worker_processes(unknown, args.verbose or args.debug):
+            return int(module.run(args, unknown) or 0)
     except KeyboardInterrupt:
         return _fail(args.command, "interrupted", 130)
     except Exception as err:
         if args.debug or isinstance(err, BrokenPipeError):
             raise
-        # Beam re-raises a DoFn's exception with the step appended; unwrap ours.
-        ours = _find(err, ClozeError)
+        # Beam re-raises a DoFn's exception with the step appended; unwrap ours. From a
+        # worker process it arrives as the text of the worker's traceback.
+        ours = _find(err, ClozeError) or _from_worker(err)
         if isinstance(ours, ClozeError):
             return _fail(args.command, _one_line(str(ours)), ours.exit_code)
         # The environment: a full disk, a read-only or file-in-the-way output, ...
@@ -200,6 +203,25 @@ def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None
     return None
 
 
+# The last line of a worker's traceback when one of our errors ended it.
+_WORKER_ERROR = re.compile(r"^clozeworks\.schemas\.errors\.(\w+): (.*)$", re.M)
+
+
+def _from_worker(err: BaseException) -> ClozeError | None:
+    """Our error, rebuilt from a worker process's traceback text (a multi_processing
+    DirectRunner or a portable runner sends the text, not the exception)."""
+    found = _WORKER_ERROR.findall(str(err))
+    if not found:
+        return None
+    name, message = found[-1]
+    kind = getattr(errors, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, ClozeError)):
+        return None
+    rebuilt = ClozeError(message)
+    rebuilt.exit_code = kind.exit_code
+    return rebuilt
+
+
 _BEAM_SUFFIX = re.compile(r"\s*\[while running '.*?'\]", re.S)
 
 
@@ -220,6 +242,43 @@ def _configure_logging(verbose: bool) -> None:
         # traceback at ERROR before re-raising it; the error we print says what failed.
         logging.getLogger().setLevel(logging.ERROR)
         logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _quiet_worker_processes(beam_argv: Sequence[str], verbose: bool) -> Iterator[None]:
+    """With `--direct_running_mode multi_processing`, Beam's worker processes log at INFO
+    to the stderr they inherit, before any option of ours could reach them. Unless
+    `verbose`, file descriptor 2 points at /dev/null while the command runs, and this
+    process's own stderr (messages, progress, logging) writes to a copy of the real one.
+    A worker's failure still reaches us as the pipeline's exception."""
+    if verbose or not any("multi_processing" in word for word in beam_argv):
+        yield
+        return
+    sys.stderr.flush()
+    real = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    previous = sys.stderr
+    ours = open(os.dup(real), "w", buffering=1, errors="backslashreplace")  # noqa: SIM115
+    handlers = [
+        h
+        for h in logging.getLogger().handlers
+        if isinstance(h, logging.StreamHandler) and h.stream is previous
+    ]
+    sys.stderr = ours
+    for handler in handlers:
+        handler.setStream(ours)
+    try:
+        yield
+    finally:
+        ours.flush()
+        sys.stderr = previous
+        for handler in handlers:
+            handler.setStream(previous)
+        ours.close()
+        os.dup2(real, 2)
+        os.close(real)
 
 
 def _version() -> str:

@@ -243,3 +243,31 @@ def test_print_config_is_the_effective_config_and_reads_back(tmp_path, capsys) -
     (tmp_path / "effective.json").write_text(printed)
     assert main(["train", "--config", str(tmp_path / "effective.json"), "--print-config"]) == 0
     assert capsys.readouterr().out == printed
+
+
+TWO_WORKER_PROCESSES = ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+
+
+def test_two_worker_processes_are_quiet_and_their_errors_one_line(tmp_path) -> None:
+    lines = "".join(json.dumps({"text": f"document {i} " * 40}) + "\n" for i in range(400))
+    good = tmp_path / "good.jsonl"
+    good.write_text(lines)
+    cut = tmp_path / "cut.jsonl.gz"
+    whole = gzip.compress(lines.encode())
+    cut.write_bytes(whole[: len(whole) // 2])
+    runs = {}
+    for name, raw in (("good", good), ("cut", cut)):
+        argv = ["clean", "--input", str(raw), "--output", str(tmp_path / name)]
+        runs[name] = subprocess.run(
+            [sys.executable, "-m", "clozeworks", *argv, *TWO_WORKER_PROCESSES],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    # Beam's worker processes log at INFO to the stderr they inherit; none of it shows.
+    assert runs["good"].returncode == 0 and runs["good"].stderr == ""
+    assert "kept 400" in runs["good"].stdout
+    # A worker's exception arrives as its traceback's text: still our one line.
+    assert runs["cut"].returncode == 2
+    err = runs["cut"].stderr
+    assert err.startswith(f"cloze clean: error: {cut}: cannot read (") and err.count("\n") == 1
