@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
@@ -152,8 +152,10 @@ def run_build(
     config: BuildConfig,
     beam_argv: Sequence[str] = (),
     report: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> tuple[BuildPaths, Manifest]:
-    """Run every stage that is not current, in order; `report` hears one line per stage."""
+    """Run every stage that is not current, in order; `report` hears one line per stage,
+    and with `progress` each stage draws its bars on stderr."""
     paths = BuildPaths.under(config.root)
     record = BuildRecord(config.root)
 
@@ -170,7 +172,7 @@ def run_build(
     clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
     raw = inputs_fingerprint(config.inputs)
     if stage("clean", clean_settings, raw, clean_marker):
-        stats = run_clean(clean, beam_argv)
+        stats = run_clean(clean, beam_argv, progress)
         record.finish("clean", clean_settings, raw, clean_marker)
         report(
             f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
@@ -182,7 +184,7 @@ def run_build(
     docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
     upstream = _sha256(clean_marker) or ""
     if stage("dedup", dedup_settings, upstream, docs_marker):
-        stats = run_dedup(dedup, beam_argv)
+        stats = run_dedup(dedup, beam_argv, progress)
         record.finish("dedup", dedup_settings, upstream, docs_marker)
         report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
 
@@ -196,7 +198,8 @@ def run_build(
     tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)
     upstream = _sha256(docs_marker) or ""
     if stage("vocab", vocab_settings, upstream, tokenizer_marker):
-        stats = run_vocab(vocab, beam_argv)
+        # Progress is not a setting: the stage's record does not hear of it.
+        stats = run_vocab(replace(vocab, show_progress=progress), beam_argv)
         record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
         report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
 
@@ -205,7 +208,7 @@ def run_build(
     manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
     upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
     if stage("shard", shard_settings, upstream, manifest_path):
-        manifest = run_shard(shard, beam_argv)
+        manifest = run_shard(shard, beam_argv, progress)
         record.finish("shard", shard_settings, upstream, manifest_path)
         report(
             f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "

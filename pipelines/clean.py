@@ -23,16 +23,18 @@ from clozeworks.corpus.text.readers import (
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import (
+    INPUT_BYTES,
     ReadRawDocuments,
     WriteParquetParts,
     named_inputs,
     parts_for,
     to_row,
 )
-from clozeworks.pipelines.options import pipeline_options, shuffle_for
+from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
+from clozeworks.pipelines.progress import Bar, pipeline_progress
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.pipelines.unique_ids import UniqueIds
-from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import BadInputError, UsageError
 
 DROPPED = "dropped"
@@ -199,8 +201,11 @@ def build_clean(
         )
 
 
-def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the clean pipeline; returns the stats written to `output/stats.json`.
+def run_clean(
+    config: CleanConfig, beam_argv: Sequence[str] = (), progress: bool = False
+) -> dict[str, Any]:
+    """Run the clean pipeline; returns the stats written to `output/stats.json`. With
+    `progress`, bars on stderr while it runs on this machine.
 
     Raises BadInputError for inputs that match nothing or cannot be read, UsageError for
     settings that cannot work; nothing is left in `output` by a failed run.
@@ -214,11 +219,19 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     staging = BEAM_FS.new_staging_dir(config.output)
     rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
     options = pipeline_options(beam_argv)
-    text_bytes = _input_bytes([path for path, _ in files])
+    sizes = _input_sizes([path for path, _ in files])
+    text_bytes = sum(size * (4 if is_compressed(path) else 1) for path, size in sizes)
     shuffle = shuffle_for(options, BEAM_FS.join(staging, "_shuffle"), text_bytes)
     parts = parts_for(text_bytes)
+    bars = [
+        Bar(INPUT_BYTES, "read", sum(size for _, size in sizes), "bytes"),
+        Bar(f"written.{DOCS_PREFIX}", "written"),
+    ]
     try:
-        with beam.Pipeline(options=options) as p:
+        with (
+            pipeline_progress(bars, progress and is_local(options)),
+            beam.Pipeline(options=options) as p,
+        ):
             build_clean(p, config, files, filters, staging, rejects_staging, shuffle, parts)
         if shuffle.directory is not None:
             BEAM_FS.remove_tree(shuffle.directory)
@@ -251,14 +264,14 @@ def run_clean(config: CleanConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     return stats
 
 
-def _input_bytes(files: Sequence[str]) -> int:
-    """About how much text the inputs hold (compressed files count four times their size),
-    to size the id grouping's buckets."""
-    total = 0
-    for result in FileSystems.match(list(files)):
-        for meta in result.metadata_list:
-            total += meta.size_in_bytes * (4 if is_compressed(meta.path) else 1)
-    return total
+def _input_sizes(files: Sequence[str]) -> list[tuple[str, int]]:
+    """(path, bytes) of each input: the total for progress, and (compressed files counting
+    four times their size) about how much text there is, to size the groupings."""
+    return [
+        (meta.path, meta.size_in_bytes)
+        for result in FileSystems.match(list(files))
+        for meta in result.metadata_list
+    ]
 
 
 def _zero_defaults(counters: dict[str, int]) -> dict[str, int]:

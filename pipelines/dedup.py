@@ -29,15 +29,17 @@ from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.counters import counter, read_counters
 from clozeworks.pipelines.documents_io import (
+    DOCUMENTS_READ,
     ReadDocuments,
     WriteParquetParts,
     parts_for,
     read_store_stats,
 )
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
-from clozeworks.pipelines.options import pipeline_options, shuffle_for
+from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
+from clozeworks.pipelines.progress import Bar, pipeline_progress
 from clozeworks.pipelines.shuffle import Shuffle
-from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, UsageError
 
 CLUSTERS = pa.schema(
@@ -407,8 +409,11 @@ def _is_apply_counter(name: str) -> bool:
     return name in _APPLY_COUNTERS or name.startswith(("dropped.", "line_dedup."))
 
 
-def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
-    """Run deduplication; returns the stats written to `output/stats.json`.
+def run_dedup(
+    config: DedupConfig, beam_argv: Sequence[str] = (), progress: bool = False
+) -> dict[str, Any]:
+    """Run deduplication; returns the stats written to `output/stats.json`. With
+    `progress`, bars on stderr while it runs on this machine.
 
     UsageError for impossible settings, BadInputError when the input is not a finished
     document store; a failed run leaves `output` as it was.
@@ -422,9 +427,15 @@ def run_dedup(config: DedupConfig, beam_argv: Sequence[str] = ()) -> dict[str, A
     state = BEAM_FS.join(staging, "_cc", "round")
     try:
         text_bytes = int(upstream.get("bytes_out", 0))
-        counters, rounds = _find_and_apply(
-            config, settings, beam_argv, staging, clusters, state, text_bytes
-        )
+        bars = [
+            Bar(DOCUMENTS_READ, "read", int(upstream.get("documents_out", 0)) or None),
+            Bar(f"written.{DOCS_PREFIX}", "kept"),
+        ]
+        local = is_local(pipeline_options(beam_argv))
+        with pipeline_progress(bars, progress and local):
+            counters, rounds = _find_and_apply(
+                config, settings, beam_argv, staging, clusters, state, text_bytes
+            )
         top = BEAM_FS.read_json(_only(BEAM_FS.join(staging, "_top", "top*")))
     except BaseException:
         BEAM_FS.remove_tree(staging)

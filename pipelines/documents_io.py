@@ -38,6 +38,7 @@ from clozeworks.corpus.text.readers import (
 )
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter
+from clozeworks.pipelines.progress import Tally
 from clozeworks.schemas.documents import (
     DOCS_GLOB,
     DOCS_PREFIX,
@@ -47,6 +48,9 @@ from clozeworks.schemas.documents import (
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
+# Progress counts (pipelines.progress): raw input bytes read, store rows read.
+INPUT_BYTES = "input_bytes"
+DOCUMENTS_READ = "documents_read"
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[str]:
@@ -187,9 +191,16 @@ class _ReadRecords(beam.DoFn):
         self.docs_in = counter("documents_in")
         self.bytes_in = counter("bytes_in")
 
+    def setup(self) -> None:
+        self.tally = Tally()
+
+    def finish_bundle(self) -> None:
+        self.tally.save()
+
     def process(self, task: ReadTask) -> Iterator[Any]:
         with _open(task.path) as raw:
-            for record in read_records(task, raw, self.options):
+            done = 0
+            for i, record in enumerate(read_records(task, raw, self.options)):
                 self.docs_in.inc()
                 if isinstance(record, Rejected):
                     counter(f"dropped.{record.reason}").inc()
@@ -197,6 +208,25 @@ class _ReadRecords(beam.DoFn):
                 else:
                     self.bytes_in.inc(len(record.text.encode("utf-8")))
                     yield record
+                if i % 256 == 255 and self.tally.path and task.fmt != "parquet":
+                    with contextlib.suppress(OSError, ValueError):
+                        position = raw.tell() - task.start
+                        self.tally.add(INPUT_BYTES, position - done)
+                        done = position
+            if self.tally.path:
+                with contextlib.suppress(OSError, ValueError):
+                    self.tally.add(INPUT_BYTES, _task_bytes(task, raw) - done)
+
+
+def _task_bytes(task: ReadTask, raw: IO[bytes]) -> int:
+    """How many bytes of its file `task` stands for (Parquet: its row groups' share)."""
+    size = raw.seek(0, os.SEEK_END)
+    if task.fmt != "parquet":
+        return (size if task.end is None else task.end) - task.start
+    raw.seek(0)
+    groups = pq.ParquetFile(raw).metadata.num_row_groups or 1
+    end = groups if task.end is None else task.end
+    return size * (end - task.start) // groups
 
 
 def read_records(
@@ -337,11 +367,18 @@ class _ReadRowGroup(beam.DoFn):
     def __init__(self, columns: Sequence[str] | None) -> None:
         self.columns = list(columns) if columns is not None else None
 
+    def setup(self) -> None:
+        self.tally = Tally()
+
+    def finish_bundle(self) -> None:
+        self.tally.save()
+
     def process(self, task: tuple[str, int]) -> Iterator[Any]:
         path, group = task
         with BEAM_FS.open(path) as f:
             table = pq.ParquetFile(f).read_row_group(group, columns=self.columns)
         counter("read.row_groups").inc()
+        self.tally.add(DOCUMENTS_READ, table.num_rows)
         yield table
 
 
@@ -425,6 +462,9 @@ class _WritePart(beam.DoFn):
     def process(self, item: tuple[int, Iterable[dict[str, Any] | None]]) -> Iterator[str]:
         part, values = item
         rows = sorted((row for row in values if row is not None), key=self._order)
+        tally = Tally()
+        tally.add(f"written.{self.prefix}", len(rows))
+        tally.save()
         name = f"{self.prefix}-{part:05d}-of-{self.parts:05d}.parquet"
         path = BEAM_FS.join(self.staging, name)
         with (

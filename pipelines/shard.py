@@ -34,8 +34,14 @@ from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.coders import ArraysCoder
 from clozeworks.pipelines.counters import counter, read_counters
-from clozeworks.pipelines.documents_io import ReadDocumentTables, read_store_stats, store_totals
-from clozeworks.pipelines.options import pipeline_options, shuffle_for
+from clozeworks.pipelines.documents_io import (
+    DOCUMENTS_READ,
+    ReadDocumentTables,
+    read_store_stats,
+    store_totals,
+)
+from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
+from clozeworks.pipelines.progress import Bar, Tally, pipeline_progress
 from clozeworks.pipelines.sequences import (
     PACKED_MODES,
     PAIR_MODES,
@@ -52,6 +58,10 @@ if TYPE_CHECKING:
     from clozeworks.corpus.shards.premask import StaticMasker
 
 __all__ = ["PACKED_MODES", "PAIR_MODES", "DealToShards", "ShardConfig", "run_shard"]
+
+
+# Progress count (pipelines.progress) of sequences written to shards.
+SEQUENCES_WRITTEN = "sequences_written"
 
 
 @dataclass
@@ -252,6 +262,10 @@ class _WriteShard(beam.DoFn):
 
     def setup(self) -> None:
         self.masker = self.mask.masker() if self.mask is not None else None
+        self.tally = Tally()
+
+    def finish_bundle(self) -> None:
+        self.tally.save()
 
     def _blocks(self, batch: SequenceBatch) -> Iterator[Any]:
         for lo in range(0, len(batch), self.block_size):
@@ -280,6 +294,7 @@ class _WriteShard(beam.DoFn):
         batch = SequenceBatch.concat([b for _, b in parts]).take(np.argsort(positions))
         info = write_blocks(self.output, shard, self.token_dtype, self._blocks(batch), BEAM_FS)
         counter("shard.files").inc()
+        self.tally.add(SEQUENCES_WRITTEN, len(batch))
         yield json.dumps(info.__dict__)
 
 
@@ -298,8 +313,11 @@ def _mask_spec(config: ShardConfig, info: TokenizerInfo) -> MaskSpec | None:
     )
 
 
-def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
-    """Build the shard set; returns the manifest written last into `config.output`."""
+def run_shard(
+    config: ShardConfig, beam_argv: Sequence[str] = (), progress: bool = False
+) -> Manifest:
+    """Build the shard set; returns the manifest written last into `config.output`. With
+    `progress`, bars on stderr while it runs on this machine."""
     config.validate()
     options = pipeline_options(beam_argv)
     info = load_tokenizer(config.tokenizer)
@@ -329,8 +347,15 @@ def run_shard(config: ShardConfig, beam_argv: Sequence[str] = ()) -> Manifest:
     write = _WriteShard(
         out, config.block_size, token_dtype, config.mode in PAIR_MODES, _mask_spec(config, info)
     )
+    bars = [
+        Bar(DOCUMENTS_READ, "read", settings.documents or None),
+        Bar(SEQUENCES_WRITTEN, "sequences", unit="seqs"),
+    ]
     try:
-        with beam.Pipeline(options=options) as p:
+        with (
+            pipeline_progress(bars, progress and is_local(options)),
+            beam.Pipeline(options=options) as p,
+        ):
             # pyarrow Tables: whole row groups of the store, never one dict per document.
             tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
             # (bucket, SequenceBatch): training sequences, [CLS] ... [SEP], in no order yet.

@@ -42,8 +42,14 @@ from clozeworks.corpus.vocab.stats import heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
-from clozeworks.pipelines.documents_io import ReadDocumentTables, store_totals
+from clozeworks.pipelines.documents_io import (
+    DOCUMENTS_READ,
+    ReadDocumentTables,
+    read_store_stats,
+    store_totals,
+)
 from clozeworks.pipelines.options import is_local, pipeline_options
+from clozeworks.pipelines.progress import Bar, pipeline_progress
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.special_tokens import special_tokens_for
 
@@ -250,7 +256,12 @@ def _draw_samples(
     config: VocabRunConfig, options: Any, rates: SampleRates, staging: str
 ) -> dict[str, int]:
     """Run the Beam pipeline that writes the samples (and character counts) to `staging`."""
-    with beam.Pipeline(options=options) as p:
+    documents = int(read_store_stats(config.input).get("documents_out", 0)) or None
+    bars = [Bar(DOCUMENTS_READ, "sample", documents)]
+    with (
+        pipeline_progress(bars, config.show_progress and is_local(options)),
+        beam.Pipeline(options=options) as p,
+    ):
         tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
         # Training-sample chunks (main) and held-out chunks (tagged).
         parts = tables | "Sample" >> SampleForVocab(rates)

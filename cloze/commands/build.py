@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.shard import add_shard_arguments
 from clozeworks.corpus.text.normalize import NORMAL_FORMS
 from clozeworks.corpus.text.readers import DOC_SEPS, FORMATS
@@ -40,6 +41,7 @@ SECTIONS = ("clean", "dedup", "vocab", "shard")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_progress_flag(p)
     p.add_argument("--config", type=Path, metavar="TOML", help="settings file (flags win)")
     p.add_argument("--input", nargs="+", metavar="PATH", help="raw files, dirs or globs")
     p.add_argument("--output", metavar="DIR", help="root of the build")
@@ -159,5 +161,5 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     probe = argparse.ArgumentParser(add_help=False)
     add_arguments(probe)
     config = config_from(resolve(args, _actions(probe)))
-    run_build(config, beam_argv)
+    run_build(config, beam_argv, progress=progress_wanted(args))
     return 0

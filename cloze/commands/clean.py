@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.corpus.text.filters import FILTERS, expand_names, filter_params
 from clozeworks.corpus.text.normalize import NORMAL_FORMS
 from clozeworks.corpus.text.readers import DEFAULT_MAX_RECORD_BYTES, DOC_SEPS, FORMATS
@@ -31,6 +32,7 @@ BEAM = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_progress_flag(p)
     p.add_argument("--input", nargs="+", required=True, metavar="PATH", help="files, dirs or globs")
     p.add_argument("--output", required=True, metavar="DIR", help="document store to write")
     p.add_argument("--format", choices=FORMATS, help="record format (default: by extension)")
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         rejects=args.rejects,
         max_record_bytes=args.max_record_bytes,
     )
-    stats = run_clean(config, beam_argv)
+    stats = run_clean(config, beam_argv, progress_wanted(args))
     dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))
     print(
         f"cleaned {stats['documents_in']} documents: kept {stats['documents_out']}, "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.pipelines.dedup import DedupConfig, run_dedup
 from clozeworks.schemas.errors import UsageError
 
@@ -22,6 +23,7 @@ BEAM = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_progress_flag(p)
     p.add_argument("--input", required=True, metavar="DIR", help="document store to read")
     p.add_argument("--output", required=True, metavar="DIR", help="document store to write")
     p.add_argument(
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         line_dedup_min_sentences=args.line_dedup_min_sentences,
         cc_rounds=args.cc_rounds,
     )
-    stats = run_dedup(config, beam_argv)
+    stats = run_dedup(config, beam_argv, progress_wanted(args))
     print(
         f"deduplicated {stats['documents_in']} documents: kept {stats['documents_out']}, "
         f"removed {stats['duplicates']} duplicates in {stats['clusters']} clusters "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.pipelines.shard import ShardConfig, run_shard
@@ -25,6 +26,7 @@ BEAM = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_progress_flag(p)
     p.add_argument("--input", required=True, metavar="DIR", help="document store to read")
     p.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer dir or vocab.txt")
     p.add_argument("--output", required=True, metavar="DIR", help="shard directory to write")
@@ -89,7 +91,7 @@ def config_from_args(
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args, args.input, args.tokenizer, args.output)
-    manifest = run_shard(config, beam_argv)
+    manifest = run_shard(config, beam_argv, progress_wanted(args))
     print(
         f"wrote {manifest.sequences} sequences ({manifest.tokens} tokens) in "
         f"{len(manifest.shards)} shards -> {args.output}"
