@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 METRICS_FILE = "metrics.jsonl"
+RESUMES_FILE = "resumes.json"
 
 
 def step_sums(outputs: list[dict[str, torch.Tensor]]) -> dict[str, float]:
@@ -83,6 +84,11 @@ class MetricsLog:
         kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step]
         # After a resume the log reads as one uninterrupted run.
         self.path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        # Where the curves continue from a checkpoint, for plots to mark; resumes past
+        # this one belong to a history that this resume abandons.
+        marks = [s for s in read_resumes(run) if s < resume_step]
+        resumes = run / RESUMES_FILE
+        resumes.write_text(json.dumps([*marks, resume_step] if resume_step else marks))
         self.writer = _tensorboard(run, resume_step) if tensorboard else None
 
     def write(self, record: dict[str, Any]) -> None:
@@ -108,6 +114,15 @@ def _tensorboard(run: Path, resume_step: int) -> Any:
     # checkpoint's own step was logged before it was saved, so it stays.
     purge = resume_step + 1 if resume_step else None
     return SummaryWriter(str(run / "tensorboard"), purge_step=purge)
+
+
+def read_resumes(run: Path) -> list[int]:
+    """The steps this run was resumed from, in order (`resumes.json`; [] if none)."""
+    try:
+        marks = json.loads((run / RESUMES_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [m for m in marks if isinstance(m, int)] if isinstance(marks, list) else []
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.trainer.checkpoint import committed_steps, step_dir
 from clozeworks.trainer.loop import CONFIG_FILE, METRICS_FILE
+from clozeworks.trainer.metrics import read_resumes
 
 # Fields of a metrics record that are not curves.
 NOT_CURVES = ("step", "split", "phase", "time", "epoch_time")
@@ -56,6 +57,8 @@ def run_summary(run: Path) -> dict[str, Any]:
         "throughput": {k: _mean_last(curves.get(k)) for k in THROUGHPUT},
         # Kept for callers of the first version: the mean of tokens_per_s over log lines.
         "tokens_per_s": _mean_last(curves.get("tokens_per_s"))["mean"],
+        "resumes": read_resumes(run),
+        "config": config,
         "warnings": warnings,
         "problems": [],
     }

@@ -1,5 +1,6 @@
-"""A self-contained HTML report of an inspection summary: the terminal figures, plots as
-base64 PNG images, and the whole summary as JSON. One file, no server, no network.
+"""A self-contained HTML report of an inspection summary: tables of the figures, full-width
+plots (`corpus.inspect.plots`, base64 PNG), and the whole summary as JSON. One file, no
+script, no server, no network.
 
 Plots need matplotlib, an optional dependency (`pip install 'clozeworks[report]'`);
 `write_html` raises UsageError saying so when it is missing.
@@ -7,34 +8,39 @@ Plots need matplotlib, an optional dependency (`pip install 'clozeworks[report]'
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import os
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from clozeworks.corpus.inspect.text import render
-from clozeworks.schemas.errors import UsageError
+from clozeworks.corpus.inspect import plots
+from clozeworks.corpus.inspect.plots import MISSING_MATPLOTLIB, require_matplotlib
 
-MISSING_MATPLOTLIB = (
-    "--html needs matplotlib, which is not installed; "
-    "install it with: pip install 'clozeworks[report]'"
-)
+__all__ = ["MISSING_MATPLOTLIB", "render_html", "require_matplotlib", "write_html"]
+MAX_ROWS = 50  # rows of a long table (per-shard figures) before "and N more"
+# Where a masked position's token went: BERT's 80/10/10.
+BERT_SPLIT = {"mask": 0.8, "random": 0.1, "unchanged": 0.1}
 
-
-def require_matplotlib() -> Any:
-    """matplotlib's pyplot on the Agg backend; UsageError saying how to install it."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError(MISSING_MATPLOTLIB) from None
-    matplotlib.use("Agg")  # no display: render to memory only
-    import matplotlib.pyplot as plt
-
-    return plt
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 0 auto; padding: 1em 2em;
+       max-width: 78em; color: #222; line-height: 1.4; }
+h1 { font-size: 1.5em; word-break: break-all; } h2 { margin-top: 1.6em;
+     border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.92em; }
+th, td { border: 1px solid #ddd; padding: 0.3em 0.7em; text-align: left;
+         vertical-align: top; }
+th { background: #f3f4f6; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.cols { display: flex; flex-wrap: wrap; gap: 2em; } .cols > div { flex: 1 1 24em; }
+figure { margin: 1em 0; } figure img { width: 100%; height: auto; }
+figcaption { color: #555; font-size: 0.9em; }
+.bar { background: #3465a4; height: 0.8em; display: inline-block; }
+.bad { color: #b00020; font-weight: bold; } .ok { color: #1b5e20; } .warn { color: #8a5a00; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em;
+      white-space: pre-wrap; }
+"""
 
 
 def write_html(summary: dict[str, Any], path: Path) -> Path:
@@ -49,148 +55,380 @@ def write_html(summary: dict[str, Any], path: Path) -> Path:
 
 def render_html(summary: dict[str, Any]) -> str:
     plt = require_matplotlib()
-    figures = {
-        "shards": _shard_figures,
-        "docs": _docs_figures,
-        "run": _run_figures,
-        "tokenizer": _no_figures,
+    body = {
+        "shards": _shards,
+        "docs": _docs,
+        "run": _run,
+        "tokenizer": _tokenizer,
     }[summary["kind"]](plt, summary)
     title = f"cloze inspect: {summary['kind']} {summary['path']}"
-    images = "\n".join(
-        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-        for caption, data in figures
-    )
-    problems = summary.get("problems") or []
-    status = (
-        f'<p class="bad">{len(problems)} problem(s) found</p>'
-        if problems
-        else '<p class="ok">no problems found</p>'
-    )
     raw = json.dumps(summary, indent=2, default=str)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; }}
-pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 0.85em; }}
-figure {{ display: inline-block; margin: 0.5em; }} img {{ max-width: 34em; }}
-.bad {{ color: #b00020; font-weight: bold; }} .ok {{ color: #1b5e20; }}
-</style></head><body>
-<h1>{html.escape(title)}</h1>
-{status}
-<h2>Summary</h2>
-<pre>{html.escape(render(summary))}</pre>
-<h2>Plots</h2>
-{images or "<p>No plots for this kind of output.</p>"}
-<details><summary>Everything, as JSON (the same as <code>--json</code>)</summary>
-<pre>{html.escape(raw)}</pre></details>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{STYLE}</style></head><body>
+<h1>{_e(title)}</h1>
+{_status(summary)}
+{body}
+<h2>Everything, as JSON</h2>
+<details><summary>The same as <code>cloze inspect --json</code></summary>
+<pre>{_e(raw)}</pre></details>
 </body></html>
 """
 
 
-def _no_figures(plt: Any, s: dict[str, Any]) -> list[tuple[str, str]]:
-    return []
+# --- building blocks ----------------------------------------------------------------------
 
 
-def _png(plt: Any, fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=96)
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+def _e(value: Any) -> str:
+    return html.escape(str(value))
 
 
-def _bar_hist(plt: Any, pairs: list[list[int]], title: str, xlabel: str) -> str:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    if pairs:
-        values, counts = zip(*pairs, strict=True)
-        ax.bar(values, counts, width=1.0, color="#3465a4")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("sequences")
-    return _png(plt, fig)
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "-" if value is None else ("yes" if value else "no")
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
 
 
-def _shard_figures(plt: Any, s: dict[str, Any]) -> list[tuple[str, str]]:
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.2f}%"
+
+
+def _kv(rows: Iterable[tuple[str, Any]]) -> str:
+    """A two-column table of name and value."""
+    cells = "".join(f'<tr><th>{_e(k)}</th><td class="n">{_e(_fmt(v))}</td></tr>' for k, v in rows)
+    return f"<table>{cells}</table>"
+
+
+def _grid(headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: set[int]) -> str:
+    """A table; columns in `numeric` right-aligned and formatted; cells given as
+    ("html", markup) are inserted as they are."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for row in rows[:MAX_ROWS]:
+        cells = []
+        for i, cell in enumerate(row):
+            if isinstance(cell, tuple) and cell and cell[0] == "html":
+                cells.append(f"<td>{cell[1]}</td>")
+            elif i in numeric:
+                cells.append(f'<td class="n">{_e(_fmt(cell))}</td>')
+            else:
+                cells.append(f"<td>{_e(cell)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    more = (
+        f"<p>and {len(rows) - MAX_ROWS:,} more (see the JSON)</p>" if len(rows) > MAX_ROWS else ""
+    )
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>{more}"
+
+
+def _bar(share: float, scale: float = 1.0) -> tuple[str, str]:
+    """A cell with `share` as a percentage and a bar of `share / scale` of full width."""
+    width = max(0.0, min(1.0, share / scale if scale else 0.0)) * 12
+    return ("html", f'<span class="bar" style="width:{width:.2f}em"></span> {_pct(share)}')
+
+
+def _figure(data: str, caption: str) -> str:
+    return (
+        f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
+
+
+def _status(summary: dict[str, Any]) -> str:
+    problems = summary.get("problems") or []
+    warnings = summary.get("warnings") or []
     out = [
-        (
-            "Sequence length histogram",
-            _bar_hist(plt, s["sequence_length"]["histogram"], "Sequence lengths", "tokens"),
-        )
+        f'<p class="bad">{len(problems)} problem(s) found</p>'
+        if problems
+        else '<p class="ok">no problems found</p>'
     ]
-    points = s["token_stats"]["rank_frequency"]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    if points:
-        ranks, counts = zip(*points, strict=True)
-        ax.loglog(ranks, counts, marker=".", linestyle="-", color="#cc0000")
-    ax.set_title("Token rank-frequency")
-    ax.set_xlabel("rank")
-    ax.set_ylabel("occurrences")
-    out.append(("Token rank-frequency (log-log)", _png(plt, fig)))
-    if s.get("pairs"):
-        pairs = s["pairs"]
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name, color in (("segment_a", "#3465a4"), ("segment_b", "#f57900")):
-            hist = pairs[name]["histogram"]
-            if hist:
-                values, counts = zip(*hist, strict=True)
-                ax.step(values, counts, where="mid", label=name.replace("_", " "), color=color)
-        ax.set_title("Segment lengths (without [CLS]/[SEP])")
-        ax.set_xlabel("tokens")
-        ax.set_ylabel("sequences")
-        ax.legend()
-        out.append(("Segment A/B lengths", _png(plt, fig)))
-        fig, ax = plt.subplots(figsize=(4, 3.5))
-        labels = pairs["labels"]
-        ax.bar(list(labels), list(labels.values()), color="#73d216")
-        ax.set_title("Sentence labels")
-        out.append(("Label balance", _png(plt, fig)))
-    if s.get("premasked"):
-        hist = s["premasked"]["predictions_per_sequence"]["histogram"]
-        out.append(
+    for item in problems:
+        out.append(f'<p class="bad">{_e(_fmt(item))}</p>')
+    for item in warnings:
+        out.append(f'<p class="warn">warning: {_e(item)}</p>')
+    return "\n".join(out)
+
+
+# --- shard sets ---------------------------------------------------------------------------
+
+
+def _shards(plt: Any, s: dict[str, Any]) -> str:
+    tokens = s["token_stats"]
+    lengths = s["sequence_length"]
+    padding = s.get("padding") or {}
+    overview = _kv(
+        [
+            ("mode", s["mode"]),
+            ("max sequence length", s["max_seq_len"]),
+            ("vocabulary", f"{s['vocab_kind']}, {s['vocab_size']:,} tokens"),
+            ("shards / blocks", f"{s['shards']:,} / {s['blocks']:,}"),
+            ("sequences", s["sequences"]),
+            ("tokens", s["tokens"]),
+            ("bytes (per token)", f"{s['bytes']:,} ({s['bytes_per_token']:.2f})"),
+            ("pre-masked", _premask(s["premask"])),
+            ("dupe factor", s["dupe_factor"]),
+            ("verified (checksums)", s["verified"]),
+        ]
+    )
+    quality = _kv(
+        [
             (
-                "Predictions per sequence",
-                _bar_hist(plt, hist, "Predictions per sequence", "masked positions"),
+                "length mean / p50 / p95",
+                f"{lengths['mean']:.1f} / {lengths['p50']} / {lengths['p95']}",
+            ),
+            ("UNK rate", _pct(tokens["unk_rate"])),
+            ("distinct tokens", tokens["distinct"]),
+            ("vocabulary never used", _pct(tokens["never_used_share"])),
+            (
+                f"padding, batches of {padding.get('batch_size', '-')}: static",
+                _pct(padding.get("static")),
+            ),
+            ("padding: to the batch's longest", _pct(padding.get("dynamic"))),
+            ("padding: length-bucketed", _pct(padding.get("bucketed"))),
+        ]
+    )
+    out = [f'<h2>Overview</h2><div class="cols"><div>{overview}</div><div>{quality}</div></div>']
+    out.append("<h2>Sequence lengths</h2>")
+    out.append(
+        _figure(
+            plots.bars(plt, lengths["histogram"], "Sequence lengths", "tokens", "sequences"),
+            "Tokens per sequence, [CLS] and [SEP] included.",
+        )
+    )
+    if s.get("pairs"):
+        out.append(_pairs(plt, s["pairs"]))
+    if s.get("premasked"):
+        out.append(_premasked(plt, s["premasked"]))
+    most = tokens["top"][0]["share"] if tokens["top"] else 1.0
+    top = [(t["token"], t["id"], t["count"], _bar(t["share"], most)) for t in tokens["top"]]
+    out.append("<h2>Tokens</h2>")
+    out.append('<div class="cols"><div>')
+    out.append(_grid(("token", "id", "count", "share of all tokens"), top, {1, 2}))
+    special = [(name, count) for name, count in tokens["special"].items()]
+    out.append(f"</div><div><h3>Special tokens</h3>{_grid(('token', 'count'), special, {1})}")
+    out.append("</div></div>")
+    out.append(_figure(plots.rank_frequency(plt, tokens["rank_frequency"]), "Rank-frequency."))
+    rows = [
+        (p["name"], p["sequences"], p["tokens"], p["blocks"], p["bytes"], p.get("state", "-"))
+        for p in s["per_shard"]
+    ]
+    out.append("<h2>Shards</h2>")
+    out.append(
+        _grid(("shard", "sequences", "tokens", "blocks", "bytes", "state"), rows, {1, 2, 3, 4})
+    )
+    return "\n".join(out)
+
+
+def _premask(settings: dict[str, Any] | None) -> str:
+    if not settings:
+        return "no (masked by the trainer)"
+    rest = ", ".join(f"{k} {v}" for k, v in settings.items() if k != "kind" and v is not None)
+    return f"{settings.get('kind')}: {rest}"
+
+
+def _pairs(plt: Any, pairs: dict[str, Any]) -> str:
+    labels = [
+        (name, count, _bar(pairs["label_share"][name])) for name, count in pairs["labels"].items()
+    ]
+    table = _grid(("sentence label", "sequences", "share"), labels, {1})
+    return f"<h2>Sentence pairs</h2>{table}" + _figure(
+        plots.segments(plt, pairs), "Tokens in segment A and in segment B."
+    )
+
+
+def _premasked(plt: Any, m: dict[str, Any]) -> str:
+    rows = [
+        (what, m["counts"][what], _bar(m["split"][what]), _pct(BERT_SPLIT[what]))
+        for what in ("mask", "random", "unchanged")
+    ]
+    split = _grid(("masked position becomes", "positions", "share", "BERT"), rows, {1})
+    figures = _kv(
+        [
+            ("predictions", m["predictions"]),
+            ("of the maskable tokens", _pct(m["masked_share"])),
+        ]
+    )
+    hist = m["predictions_per_sequence"]["histogram"]
+    plot = plots.bars(plt, hist, "Predictions per sequence", "masked positions", "sequences")
+    return (
+        f'<h2>Static masks</h2><div class="cols"><div>{split}</div><div>{figures}</div></div>'
+        + _figure(plot, "Masked positions per sequence (the cap is --max-predictions).")
+    )
+
+
+# --- document stores ----------------------------------------------------------------------
+
+
+def _docs(plt: Any, s: dict[str, Any]) -> str:
+    chars = s["characters"]
+    overview = _kv(
+        [
+            ("documents", s["documents"]),
+            ("part files", s["files"]),
+            ("text (UTF-8 bytes)", s["bytes"]),
+            ("characters mean / p50 / p95 / max", _spread(chars)),
+            ("complete (stats.json present)", s["complete"]),
+        ]
+    )
+    out = [f"<h2>Overview</h2>{overview}", "<h2>From input to this store</h2>", _funnel(s)]
+    hist = chars["histogram"]
+    out.append(
+        _figure(
+            plots.binned(plt, hist["edges"], hist["counts"], "Document lengths", "documents"),
+            "Characters per document, in bins that double.",
+        )
+    )
+    sources = s.get("sources") or {"distinct": 0, "top": []}
+    rows = [
+        (x["source"], x["documents"], _bar(x["documents"] / max(s["documents"], 1)))
+        for x in sources["top"]
+    ]
+    out.append(f"<h2>Sources</h2><p>{sources['distinct']:,} distinct; the largest:</p>")
+    out.append(_grid(("source", "documents", "share"), rows, {1}))
+    clusters = (s.get("duplicates") or {}).get("largest_clusters") or []
+    if clusters:
+        out.append("<h2>Largest duplicate clusters</h2>")
+        out.append(
+            _grid(
+                ("kept document", "documents in the cluster"),
+                [(c["id"], c["size"]) for c in clusters],
+                {1},
             )
         )
-    return out
+    samples = s.get("samples") or []
+    if samples:
+        out.append("<h2>Sample documents</h2>")
+        for doc in samples:
+            head = f"<p><b>{_e(doc['id'])}</b> from {_e(doc['source'])}</p>"
+            out.append(f"{head}<pre>{_e(doc['text'])}</pre>")
+    return "\n".join(out)
 
 
-def _docs_figures(plt: Any, s: dict[str, Any]) -> list[tuple[str, str]]:
-    hist = s["characters"]["histogram"]
-    edges, counts = hist["edges"], hist["counts"]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    if counts:
-        labels = [f"<{edges[i + 1]}" for i in range(len(counts))]
-        ax.bar(range(len(counts)), counts, color="#3465a4")
-        step = max(1, len(labels) // 8)
-        ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=30)
-    ax.set_title("Document lengths (characters, log2 bins)")
-    ax.set_ylabel("documents")
-    return [("Document length histogram", _png(plt, fig))]
+def _spread(chars: dict[str, Any]) -> str:
+    mean = f"{chars['mean']:,.0f}" if chars.get("mean") is not None else "-"
+    return f"{mean} / {_fmt(chars['p50'])} / {_fmt(chars['p95'])} / {_fmt(chars['max'])}"
 
 
-def _run_figures(plt: Any, s: dict[str, Any]) -> list[tuple[str, str]]:
-    out = []
-    for names, title in ((s["losses"], "Loss"), (s["accuracies"], "Accuracy")):
-        if not names:
-            continue
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name in names:
-            points = [(x, y) for x, y in s["curves"][name] if y is not None]
-            if points:
-                xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, label=name, marker="." if len(xs) < 50 else None)
-        ax.set_title(f"{title} curves")
-        ax.set_xlabel("step")
-        ax.legend(fontsize="small")
-        out.append((f"{title} curves", _png(plt, fig)))
-    tokens = [(x, y) for x, y in s["curves"].get("tokens_per_s", []) if y is not None]
-    if tokens:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        xs, ys = zip(*tokens, strict=True)
-        ax.plot(xs, ys, color="#75507b")
-        ax.set_title("Throughput (tokens/s)")
-        ax.set_xlabel("step")
-        out.append(("Throughput", _png(plt, fig)))
-    return out
+def _funnel(s: dict[str, Any]) -> str:
+    """Each stage from the first: documents in, every drop reason, duplicates, out."""
+    rows: list[tuple[Any, ...]] = []
+    first = None
+    for stage in reversed(s["stages"]):
+        name = stage.get("stage") or "?"
+        start = stage.get("documents_in") or 0
+        first = first or start or 1
+        rows.append((name, "documents in", start, _bar(start / first)))
+        for reason, count in sorted(stage["dropped"].items(), key=lambda kv: -kv[1]):
+            rows.append(("", f"dropped: {reason}", -count, _bar(count / first)))
+        removed = stage["duplicates"].get("duplicates")
+        if removed:
+            rows.append(("", "duplicates removed", -removed, _bar(removed / first)))
+        out = stage.get("documents_out") or 0
+        rows.append(("", "documents out", out, _bar(out / first)))
+    if not rows:
+        return "<p>No stats.json: the figures of the stages are unknown.</p>"
+    return _grid(("stage", "", "documents", "of the first stage's input"), rows, {2})
+
+
+# --- training runs ------------------------------------------------------------------------
+
+
+def _run(plt: Any, s: dict[str, Any]) -> str:
+    model = s["model"]
+    last = s.get("last_checkpoint") or {}
+    overview = _kv(
+        [
+            ("model", _model(model)),
+            ("objectives", ", ".join(s.get("objectives") or [])),
+            (
+                "steps logged / last / max",
+                f"{s['logged_steps']} / {s['last_step']:,} / {s['max_steps']:,}",
+            ),
+            ("batch size", s["batch_size"]),
+            ("last checkpoint", last.get("name", "-")),
+            ("resumed at", ", ".join(str(r) for r in s.get("resumes") or []) or "never"),
+            ("tokens/s (mean)", s["throughput"]["tokens_per_s"]["mean"]),
+        ]
+    )
+    out = [f"<h2>Overview</h2>{overview}", "<h2>Curves</h2>"]
+    marks = list(s.get("resumes") or [])
+    curves = s["curves"]
+    held = {k: v for k, v in curves.items() if k.startswith("eval")}
+    train = {k: v for k, v in curves.items() if k not in held}
+    groups = [
+        ("Training loss", "loss", {k: v for k, v in train.items() if k.endswith("loss")}),
+        ("Held-out", "value", held),
+        ("Accuracy", "accuracy", {k: v for k, v in train.items() if k.endswith("accuracy")}),
+        ("Learning rate", "lr", {k: v for k, v in train.items() if k == "lr"}),
+        (
+            "Gradient norm (before clipping)",
+            "norm",
+            {k: v for k, v in train.items() if k == "grad_norm"},
+        ),
+        ("Throughput", "tokens/s", {k: v for k, v in train.items() if k == "tokens_per_s"}),
+    ]
+    for title, ylabel, series in groups:
+        if series:
+            caption = f"{title}: {', '.join(sorted(series))}"
+            if marks:
+                caption += "; dashed: resumed from a checkpoint"
+            out.append(_figure(plots.steps(plt, series, title, ylabel, marks), caption))
+    config = s.get("config") or {}
+    out.append("<h2>Configuration</h2>")
+    out.append(_grid(("setting", "value"), list(_flatten(config)), set()))
+    return "\n".join(out)
+
+
+def _model(model: dict[str, Any]) -> str:
+    return (
+        f"{model.get('family')}: {model.get('num_layers')} layers, hidden "
+        f"{model.get('hidden_size')}, {model.get('num_heads')} heads"
+    )
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, str]]:
+    for key, value in config.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", _fmt(value)
+
+
+# --- tokenizers ---------------------------------------------------------------------------
+
+
+def _tokenizer(plt: Any, s: dict[str, Any]) -> str:
+    special = [(name, t["token"], t["id"]) for name, t in s["special_tokens"].items()]
+    held = (s.get("vocab_stats") or {}).get("heldout") or {}
+    pieces = s.get("pieces") or {}
+    overview = _kv(
+        [
+            ("kind", s["vocab_kind"]),
+            ("vocabulary", s["vocab_size"]),
+            (
+                "word starts / continuations",
+                f"{pieces.get('word_starts', '-')} / {pieces.get('continuations', '-')}",
+            ),
+            ("sha256 of tokenizer.json", s.get("sha256")),
+        ]
+    )
+    measured = _kv(
+        [
+            ("held-out documents", held.get("documents")),
+            ("tokens per word", held.get("tokens_per_word")),
+            ("characters per token", held.get("chars_per_token")),
+            ("UNK rate", _pct(held.get("unk_rate"))),
+            ("vocabulary used", _pct(held.get("vocab_used_share"))),
+        ]
+    )
+    return (
+        f'<h2>Overview</h2><div class="cols"><div>{overview}</div>'
+        f"<div><h3>On held-out documents</h3>{measured}</div></div>"
+        f"<h2>Special tokens</h2>{_grid(('role', 'token', 'id'), special, {2})}"
+    )

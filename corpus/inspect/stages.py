@@ -6,6 +6,7 @@ Shard sets are summarized by `corpus.inspect.shards`, training runs by `trainer.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ VOCAB_STATS_FILE = "vocab_stats.json"
 DROPPED_PREFIX = "dropped."
 DUPLICATE_WORDS = ("duplicate", "cluster")
 STAGE_FIGURES = ("documents_in", "documents_out", "bytes_in", "bytes_out")
+TOP_SOURCES = 20
+# The first documents of the store, cut to SAMPLE_CHARS, for a reader to look at.
+SAMPLES = 3
+SAMPLE_CHARS = 600
 
 
 def detect_kind(path: Path) -> str:
@@ -75,12 +80,17 @@ def docs_summary(directory: Path) -> dict[str, Any]:
     files = sorted(directory.glob(DOCS_GLOB))
     chars, utf8 = Histogram(), Histogram()
     problems: list[dict[str, str]] = []
+    sources: Counter[str] = Counter()
+    samples: list[dict[str, str]] = []
     for f in files:
         try:
-            for batch in pq.ParquetFile(f).iter_batches(columns=["text"]):
+            for batch in pq.ParquetFile(f).iter_batches(columns=["id", "text", "source"]):
                 text = batch.column("text")
                 chars.add(_lengths(pc.utf8_length(text)))
                 utf8.add(_lengths(pc.binary_length(text)))
+                sources.update(_source_counts(batch.column("source")))
+                for row in batch.slice(0, SAMPLES - len(samples)).to_pylist():
+                    samples.append({**row, "text": row["text"][:SAMPLE_CHARS]})
         except (pa.ArrowException, OSError, KeyError) as err:
             problems.append({"file": f.name, "problem": f"cannot be read ({err})"})
     chain = _stage_chain(stats)
@@ -118,8 +128,21 @@ def docs_summary(directory: Path) -> dict[str, Any]:
         "duplicates": duplicates,
         "stages": chain,
         "stats": stats,
+        "sources": {"distinct": len(sources), "top": _top_sources(sources)},
+        "samples": samples,
         "problems": problems,
     }
+
+
+def _source_counts(column: Any) -> dict[str, int]:
+    counts = pc.value_counts(column).to_pylist()
+    return {str(item["values"]): int(item["counts"]) for item in counts}
+
+
+def _top_sources(sources: Counter[str]) -> list[dict[str, Any]]:
+    """The sources with the most documents, most first, ties by name."""
+    ranked = sorted(sources.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"source": s, "documents": n} for s, n in ranked[:TOP_SOURCES]]
 
 
 def _lengths(array: Any) -> np.ndarray:

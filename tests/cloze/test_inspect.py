@@ -3,6 +3,8 @@
 import base64
 import json
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,18 +98,30 @@ def self_contained(html: str) -> bool:
     return not re.search(r"<script|<link|src=\"(?!data:)|url\(", html)
 
 
+def _run_with_a_resume(tmp_path: Path) -> Path:
+    records = [
+        {
+            "step": s,
+            "mlm_loss": 5.0 - s / 10,
+            "mlm_accuracy": s / 50,
+            "lr": s / 1e4,
+            "grad_norm": 1.0,
+            "tokens_per_s": 900.0,
+        }
+        for s in range(1, 11)
+    ]
+    records += [{"step": 10, "split": "eval", "mlm_loss": 4.5}]
+    run = make_run(tmp_path / "run", records)
+    (run / "resumes.json").write_text("[5]")
+    return run
+
+
 def test_html_reports_for_every_kind(premasked, small_build, tmp_path, capsys) -> None:
     paths, _ = small_build
-    run = make_run(
-        tmp_path / "run",
-        [
-            {"step": s, "mlm_loss": 5.0 - s / 10, "mlm_accuracy": s / 50, "tokens_per_s": 900.0}
-            for s in range(1, 11)
-        ],
-    )
-    # kind -> plots: shards (lengths, rank-frequency, segments, labels, predictions),
-    # docs (lengths), tokenizer (none), run (loss, accuracy, throughput).
-    cases = [(premasked, 5), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 3)]
+    run = _run_with_a_resume(tmp_path)
+    # kind -> plots: shards (lengths, segments, predictions, rank-frequency), docs
+    # (lengths), tokenizer (none), run (loss, held-out, accuracy, lr, grad norm, speed).
+    cases = [(premasked, 4), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 6)]
     for i, (path, plots) in enumerate(cases):
         report = tmp_path / f"report{i}.html"
         assert main(["inspect", str(path), "--html", str(report)]) == 0
@@ -117,7 +131,55 @@ def test_html_reports_for_every_kind(premasked, small_build, tmp_path, capsys) -
         images = pngs(html)
         assert len(images) == plots
         assert all(img.startswith(b"\x89PNG\r\n\x1a\n") and len(img) > 2000 for img in images)
-        assert "no problems found" in html
+        assert "no problems found" in html and "<pre>" not in html.split("<h2>Everything")[0][:200]
+    shards, docs, _, run_html = (
+        (tmp_path / f"report{i}.html").read_text(encoding="utf-8") for i in range(4)
+    )
+    # The static masks' split beside BERT's, the sentence labels, every shard.
+    assert re.search(r"<td>mask</td><td class=\"n\">[\d,]+</td><td>.*?%</td><td>80\.00%", shards)
+    assert "is_next" in shards and "shard-000000.tar" in shards
+    # The funnel from clean's input, the sources, sample documents.
+    assert "<td>clean</td><td>documents in</td>" in docs and "Sample documents" in docs
+    assert "docstrings.jsonl.gz" in docs
+    # Resumes are marked, held-out curves and the configuration are there.
+    assert 'resumed at</th><td class="n">5</td>' in run_html
+    assert "dashed: resumed from a checkpoint" in run_html and "eval/mlm_loss" in run_html
+    assert "<td>model.hidden_size</td><td>128</td>" in run_html
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="needs chromium (apt install chromium)"
+)
+def test_html_reports_render_in_a_headless_browser(premasked, small_build, tmp_path) -> None:
+    Image = pytest.importorskip("PIL.Image")  # comes with matplotlib, the report's extra
+    paths, _ = small_build
+    for i, path in enumerate((premasked, Path(paths.docs), _run_with_a_resume(tmp_path))):
+        report = tmp_path / f"r{i}.html"
+        shot = tmp_path / f"r{i}.png"
+        assert main(["inspect", str(path), "--html", str(report)]) == 0
+        subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--window-size=1300,2400",
+                f"--screenshot={shot}",
+                report.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        with Image.open(shot) as image:
+            assert image.size == (1300, 2400)
+            pixels = image.convert("RGB")
+        # A page of tables and plots, not a blank or an error page: ink on more than 3%
+        # of it (the demo's reports: 5-12%) in hundreds of colours (plots, antialiasing).
+        colours = pixels.getcolors(maxcolors=1 << 20) or []
+        ink = sum(n for n, rgb in colours if sum(rgb) < 720)
+        assert ink > 0.03 * 1300 * 2400 and len(colours) > 300, (ink, len(colours))
 
 
 def test_html_without_matplotlib_says_how_to_get_it(premasked, tmp_path, monkeypatch, capsys):

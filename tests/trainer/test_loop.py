@@ -15,6 +15,7 @@ from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run, train
+from clozeworks.trainer.metrics import read_resumes
 
 TIMING = ("tokens_per_s", "sequences_per_s")
 
@@ -180,3 +181,7 @@ def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> 
     assert [e.step for e in scalars] == [2, 4, 6, 8]
     losses = {r["step"]: r["mlm_loss"] for r in logged(run)}
     assert [e.value for e in scalars] == pytest.approx([losses[s] for s in (2, 4, 6, 8)])
+    # The resume is recorded for the report to mark; a fresh run into the directory forgets.
+    assert read_resumes(run) == [4]
+    train(config, shards_dir, run, progress=False, overwrite=True)
+    assert read_resumes(run) == []
