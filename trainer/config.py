@@ -172,6 +172,11 @@ class OptimConfig:
     grad_clip: float = 1.0
     # Steps over which the rate decays to zero; None = the run's max_steps.
     decay_steps: int | None = None
+    # Warm-up as a share of those steps (RoBERTa fine-tuning's 0.06), instead of
+    # warmup_steps when set: a preset's step count is its paper's, for a run of its length.
+    warmup_ratio: float | None = None
+    # Train even when the warm-up is as long as the run (the rate never reaches its peak).
+    force_warmup: bool = False
 
     def __post_init__(self) -> None:
         _check_types(self, "optim")
@@ -186,6 +191,8 @@ class OptimConfig:
         _at_least(self, "optim", "warmup_steps", 0)
         if self.decay_steps is not None:
             _at_least(self, "optim", "decay_steps", 1)
+        if self.warmup_ratio is not None:
+            _between(self, "optim", "warmup_ratio", 0.0, 1.0, high_open=True)
 
 
 OPTIM_PRESETS: dict[str, OptimConfig] = {

@@ -49,7 +49,7 @@ from clozeworks.trainer.metrics import (
 )
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.objectives import check_objectives, objective_counts
-from clozeworks.trainer.optim import build_optimizer, build_scheduler
+from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
 
 MAX_NONFINITE_IN_A_ROW = 5
@@ -117,6 +117,9 @@ def train(
     a config the data cannot serve or a run directory that is not this run's (see
     `rundir`), ClozeError when the loss stays non-finite.
     """
+    warmup = warmup_problem(config.optim, config.max_steps)
+    if warmup is not None:
+        raise UsageError(warmup)
     d = setup(config.device)
     try:
         # Rank 0 decides and every rank raises the same error, so none waits on the others.

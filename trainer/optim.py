@@ -83,8 +83,29 @@ def warmup_linear(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
+def warmup_steps(optim: OptimConfig, max_steps: int) -> int:
+    """The warm-up in steps: `warmup_ratio` of the decay horizon if set, else the steps."""
+    if optim.warmup_ratio is not None:
+        return round(optim.warmup_ratio * (optim.decay_steps or max_steps))
+    return optim.warmup_steps
+
+
+def warmup_problem(optim: OptimConfig, max_steps: int) -> str | None:
+    """Why the warm-up cannot be meant (it lasts the whole run), or None."""
+    warm = warmup_steps(optim, max_steps)
+    if warm < max_steps or optim.force_warmup:
+        return None
+    return (
+        f"a warm-up of {warm:,} steps is at least the run's {max_steps:,}: the learning rate "
+        f"would never reach its peak of {optim.lr:g} (the preset's warm-up is for a run of "
+        "its paper's length); give --warmup as a share of the run (0.06) or in steps, "
+        "or --force-warmup"
+    )
+
+
 def build_scheduler(
     optimizer: torch.optim.Optimizer, optim: OptimConfig, max_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
     total = optim.decay_steps or max_steps
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(optim.warmup_steps, total))
+    warm = warmup_steps(optim, max_steps)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(warm, total))

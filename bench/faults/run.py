@@ -139,6 +139,8 @@ def train_args(shards: Path, run: Path, *extra: str) -> list[str]:
         str(run),
         "--max-steps",
         "4",
+        "--warmup",
+        "0.1",
         "--batch-size",
         "4",
         "--save-every",

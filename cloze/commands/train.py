@@ -53,7 +53,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
     p.add_argument("--optim", choices=list(OPTIM_PRESETS), help="a paper's optimizer settings")
     p.add_argument("--lr", type=float, help="peak learning rate")
-    p.add_argument("--warmup-steps", type=int)
+    p.add_argument(
+        "--warmup",
+        type=_warmup,
+        metavar="SHARE|STEPS",
+        help="warm-up as a share of the run (0.06 or 6%%) or in steps (10000)",
+    )
+    p.add_argument("--warmup-steps", type=int, help="warm-up in steps (as --warmup 10000)")
+    p.add_argument(
+        "--force-warmup",
+        action="store_true",
+        help="train even if the warm-up lasts the whole run",
+    )
     p.add_argument("--masking", choices=["token", "wwm", "span", "ngram"], help="dynamic masking")
     p.add_argument("--save-every", type=int)
     p.add_argument("--keep", type=int, help="committed checkpoints to keep")
@@ -71,6 +82,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _warmup(text: str) -> float | int:
+    """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
+    try:
+        if text.endswith("%"):
+            return float(text[:-1]) / 100
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share or a step count: {text!r}") from None
+    if value >= 1 and value != int(value):
+        raise argparse.ArgumentTypeError(f"steps must be whole: {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return int(value) if value >= 1 else value
+
+
+def _warmup_settings(value: float | int | None) -> dict[str, object]:
+    if value is None:
+        return {}
+    if isinstance(value, int):  # steps; a ratio from the preset or --config no longer applies
+        return {"warmup_steps": value, "warmup_ratio": None}
+    return {"warmup_ratio": value}
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -101,12 +135,21 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             raise UsageError("--phase2-data and --phase2-step go together")
         top["phase2"] = Phase2Config(args.phase2_data, args.phase2_step, args.phase2_batch_size)
     sections = {
-        "optim": {"lr": args.lr, "warmup_steps": args.warmup_steps},
+        "optim": {
+            "lr": args.lr,
+            "warmup_steps": args.warmup_steps,
+            "force_warmup": args.force_warmup or None,
+        },
         "masking": {"kind": args.masking},
     }
     changes: dict[str, object] = {k: v for k, v in top.items() if v is not None}
+    if args.warmup_steps is not None:
+        args.warmup = args.warmup if args.warmup is not None else args.warmup_steps
     for name, values in sections.items():
         given = {k: v for k, v in values.items() if v is not None}
+        if name == "optim":
+            # Not filtered: steps clear a share that the preset or --config set.
+            given.update(_warmup_settings(args.warmup))
         if given:
             changes[name] = given
     return merge(config, changes, "command line")

@@ -1,8 +1,13 @@
+import json
+from dataclasses import replace
+
 import pytest
+import torch
 
 from clozeworks.cli import main
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.config import MODEL_PRESETS, load_config_file, preset
+from clozeworks.trainer.config import MODEL_PRESETS, OptimConfig, load_config_file, preset
+from clozeworks.trainer.optim import build_scheduler, warmup_problem, warmup_steps
 
 
 def test_a_toml_file_overrides_any_field(tmp_path) -> None:
@@ -95,3 +100,48 @@ def test_bad_flag_values_are_one_line_errors(tmp_path, capsys) -> None:
         code = main(["train", "--data", str(tmp_path), "--output", str(tmp_path / "r"), *flags])
         err = capsys.readouterr().err.strip()
         assert code == 2 and "command line:" in err and "\n" not in err, (flags, err)
+
+
+def _printed(capsys, *flags: str) -> dict:
+    assert main(["train", "--print-config", *flags]) == 0
+    return json.loads(capsys.readouterr().out)["optim"]
+
+
+def test_warmup_as_a_share_or_in_steps(tmp_path, capsys) -> None:
+    assert _printed(capsys)["warmup_steps"] == 10_000  # BERT's, as the paper gives it
+    assert _printed(capsys, "--warmup", "6%")["warmup_ratio"] == pytest.approx(0.06)
+    assert _printed(capsys, "--warmup", "0.06")["warmup_ratio"] == pytest.approx(0.06)
+    share = tmp_path / "share.toml"
+    share.write_text("[optim]\nwarmup_ratio = 0.1\n", encoding="utf-8")
+    # Steps on the command line replace a share from the file (and the other way round).
+    steps = _printed(capsys, "--config", str(share), "--warmup", "500")
+    assert (steps["warmup_steps"], steps["warmup_ratio"]) == (500, None)
+    steps = _printed(capsys, "--config", str(share), "--warmup-steps", "400")
+    assert (steps["warmup_steps"], steps["warmup_ratio"]) == (400, None)
+    optim = OptimConfig(lr=1.0, warmup_ratio=0.1)
+    assert warmup_steps(optim, 1000) == 100 and warmup_steps(replace(optim, decay_steps=50), 9) == 5
+    # The rate peaks at the end of the warm-up the share gives.
+    layer = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(layer.parameters(), lr=1.0)
+    schedule = build_scheduler(opt, optim, 1000)
+    rates = []
+    for _ in range(200):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert rates.index(max(rates)) == 99 and max(rates) == pytest.approx(1.0)
+    for bad in ("abc", "1.5", "-0.1"):
+        assert main(["train", "--print-config", "--warmup", bad]) == 2
+        assert "--warmup" in capsys.readouterr().err
+
+
+def test_a_warmup_as_long_as_the_run_is_refused_unless_forced(shards_dir, tmp_path, capsys):
+    common = ["train", "--data", str(shards_dir), "--batch-size", "4", "--no-progress"]
+    run = ["--output", str(tmp_path / "run"), "--max-steps", "2"]
+    assert main([*common, *run]) == 2
+    err = capsys.readouterr().err
+    assert "a warm-up of 10,000 steps is at least the run's 2" in err and "--force-warmup" in err
+    assert not (tmp_path / "run").exists()
+    assert main([*common, *run, "--force-warmup"]) == 0
+    assert warmup_problem(OptimConfig(warmup_steps=2), 3) is None
+    assert warmup_problem(OptimConfig(warmup_steps=3), 3) is not None

@@ -30,6 +30,8 @@ def train_args(shards: Path, run: Path) -> list[str]:
         "bert-tiny",
         "--max-steps",
         str(STEPS),
+        "--warmup",
+        "0.1",
         "--batch-size",
         "8",
         "--save-every",

@@ -16,6 +16,8 @@ def tiny_run(shards: Path, run: Path, *extra: str) -> list[str]:
         str(run),
         "--max-steps",
         "4",
+        "--warmup",
+        "0.1",
         "--batch-size",
         "4",
         "--save-every",

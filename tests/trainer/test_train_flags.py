@@ -11,7 +11,8 @@ from clozeworks.schemas.masking import MaskingSettings
 
 
 def args(data, run, *extra: str) -> list[str]:
-    common = ["--max-steps", "2", "--batch-size", "4", "--save-every", "2", "--no-progress"]
+    common = ["--max-steps", "2", "--warmup", "1", "--batch-size", "4", "--save-every", "2"]
+    common.append("--no-progress")
     return ["train", "--data", str(data), "--output", str(run), *common, *extra]
 
 
