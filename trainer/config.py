@@ -231,6 +231,10 @@ class TrainConfig:
     log_every: int = 10
     num_workers: int = 0
     shuffle_buffer: int = 8192
+    # Check each shard's sha256 before its first use; on a damaged shard "raise" or "skip"
+    # (skipping is logged once per shard, see trainer.data.loader).
+    verify_shards: bool = False
+    on_error: str = "raise"
     # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
     eval_data: str | None = None
     eval_every: int = 0
@@ -253,6 +257,8 @@ class TrainConfig:
             _at_least(self, "", name, 1)
         _at_least(self, "", "num_workers", 0)
         _at_least(self, "", "eval_every", 0)
+        if self.on_error not in ("raise", "skip"):
+            raise UsageError(f"on_error {self.on_error!r} is not one of raise, skip")
         if self.precision not in ("auto", "fp32", "bf16"):
             raise UsageError(f"precision {self.precision!r} is not one of auto, fp32, bf16")
 

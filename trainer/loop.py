@@ -421,6 +421,8 @@ def _dataset(
         shuffle_buffer=config.shuffle_buffer,
         tokenizer_sha256=first.tokenizer_sha256,
         objectives=config.objectives,
+        verify=config.verify_shards,
+        on_error=config.on_error,
     )
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
@@ -43,6 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--preset", choices=list(MODEL_PRESETS), default="bert-tiny")
     p.add_argument("--config", metavar="FILE", help="TOML or JSON overriding the preset")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any setting of the TOML, e.g. model.hidden_size=256 or objectives=['mlm'] "
+        "(a TOML value; a bare word is a string); after --config, before the other flags",
+    )
     p.add_argument(
         "--objective",
         metavar="LIST",
@@ -79,9 +89,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
+    p.add_argument("--num-workers", type=int, help="loader processes per rank (0: in process)")
+    p.add_argument("--shuffle-buffer", type=int, help="sequences shuffled together per stream")
+    p.add_argument(
+        "--verify-shards",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="check each shard's sha256 before its first use",
+    )
+    p.add_argument(
+        "--on-error",
+        choices=["raise", "skip"],
+        help="a damaged shard stops the run, or is skipped with a warning",
+    )
+    p.add_argument(
+        "--tensorboard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also log to TensorBoard (when installed)",
+    )
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs (KEY dotted into a section) as the TOML file would give them."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--set {pair!r}: expected KEY=VALUE")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text  # a bare word: a string, as `--set model.family=albert`
+        *sections, name = key.strip().split(".")
+        target = out
+        for section in sections:
+            target = target.setdefault(section, {})
+            if not isinstance(target, dict):
+                raise UsageError(f"--set {pair!r}: {section} is not a section")
+        target[name] = value
+    return out
 
 
 def _warmup(text: str) -> float | int:
@@ -113,6 +163,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         config = merge(config, {"optim": OPTIM_PRESETS[args.optim].__dict__}, "--optim")
     if args.config:
         config = load_config_file(Path(args.config), config)
+    if args.set:
+        config = merge(config, _settings(args.set), "--set")
     top = {
         "max_steps": args.max_steps,
         "batch_size": args.batch_size,
@@ -127,6 +179,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "device": args.device,
         "precision": args.precision,
         "compile": args.compile or None,
+        "num_workers": args.num_workers,
+        "shuffle_buffer": args.shuffle_buffer,
+        "verify_shards": args.verify_shards,
+        "on_error": args.on_error,
+        "tensorboard": args.tensorboard,
     }
     if args.objective:
         top["objectives"] = tuple(o.strip() for o in args.objective.split(",") if o.strip())

@@ -4,6 +4,8 @@ import json
 import shutil
 from dataclasses import replace
 
+import pytest
+
 from clozeworks.cli import main
 from clozeworks.corpus.shards.blocks import write_manifest
 from clozeworks.schemas.manifest import read_manifest
@@ -35,3 +37,44 @@ def test_dynamic_masking_flags_on_premasked_shards_are_refused(shards_dir, tmp_p
     assert main(args(copy, tmp_path / "run", "--masking", "span")) == 2
     err = capsys.readouterr().err.strip()
     assert "--masking span cannot take effect" in err and "pre-masked (token)" in err
+
+
+def test_every_setting_of_the_toml_is_a_flag(capsys) -> None:
+    from dataclasses import fields
+
+    from clozeworks.cli import build_parser
+    from clozeworks.trainer.config import TrainConfig
+
+    parser = build_parser(["train"])
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    flags = {o for a in sub.choices["train"]._actions for o in a.option_strings}
+    spelled = {"objectives": "--objective", "phase2": "--phase2-data"}
+    sections = {"model", "optim", "masking"}  # each field through --set SECTION.NAME=...
+    for f in fields(TrainConfig):
+        if f.name not in sections:
+            flag = spelled.get(f.name, "--" + f.name.replace("_", "-"))
+            assert flag in flags, f"{f.name} has no flag"
+    # --set reaches every section field, typed as the TOML file would be.
+    argv = ["train", "--print-config", "--set", "model.share=ffn", "--set", "masking.prob=0.2"]
+    argv += ["--set", "optim.decay_steps=500", "--set", "objectives=['mlm', 'sop']"]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"]["share"] == "ffn" and printed["masking"]["prob"] == 0.2
+    assert printed["optim"]["decay_steps"] == 500 and printed["objectives"] == ["mlm", "sop"]
+    assert main(["train", "--print-config", "--set", "masking.prob=lots"]) == 2
+    assert "masking" in capsys.readouterr().err
+
+
+def test_loader_settings_reach_the_loader(shards_dir, tmp_path, capsys) -> None:
+    damaged = tmp_path / "shards"
+    shutil.copytree(shards_dir, damaged)
+    first = sorted(damaged.glob("shard-*.tar"))[0]
+    data = bytearray(first.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: only a checksum sees it
+    first.write_bytes(bytes(data))
+    assert main([*args(damaged, tmp_path / "a"), "--verify-shards"]) != 0
+    assert first.name in capsys.readouterr().err
+    with pytest.warns(UserWarning, match=first.name):  # skipped, with a warning naming it
+        skip = [*args(damaged, tmp_path / "b"), "--verify-shards", "--on-error", "skip"]
+        assert main(skip) == 0
+    assert main(args(damaged, tmp_path / "c")) == 0  # unchecked, the flipped byte is data
