@@ -65,7 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     vocab.add_argument("--kind", choices=VOCAB_KINDS, help="vocabulary kind (default: wordpiece)")
     vocab.add_argument("--vocab-size", type=int, help="default: the paper's size for --kind")
     vocab.add_argument(
-        "--cased", action=argparse.BooleanOptionalAction, help="keep case (default: no)"
+        "--cased",
+        action=argparse.BooleanOptionalAction,
+        help="keep case; --no-cased lowercases and strips accents (default: no)",
+    )
+    vocab.add_argument(
+        "--uncased", dest="cased", action="store_false", default=None, help="as --no-cased"
     )
     vocab.add_argument("--sample-docs", type=int, help="train on about this many documents")
     add_shard_arguments(p.add_argument_group("shard"), with_defaults=False)

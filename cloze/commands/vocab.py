@@ -48,10 +48,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="wordpiece: keep the N most frequent characters (default 1000)",
     )
-    case = p.add_mutually_exclusive_group()
-    case.add_argument("--cased", dest="cased", action="store_true", default=None, help="keep case")
-    case.add_argument(
-        "--uncased", dest="cased", action="store_false", help="lowercase (and strip accents)"
+    # The same spelling as `cloze build`'s: --cased / --no-cased, --uncased for the second.
+    p.add_argument(
+        "--cased",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep case; --no-cased lowercases and strips accents (default: no)",
+    )
+    p.add_argument(
+        "--uncased", dest="cased", action="store_false", default=None, help="as --no-cased"
     )
     p.add_argument(
         "--special-tokens",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import webdataset as wds
 
-from clozeworks.cli import COMMANDS, main
+from clozeworks.cli import COMMANDS, build_parser, main
 
 
 def test_help_lists_every_verb(capsys) -> None:
@@ -271,3 +271,16 @@ def test_two_worker_processes_are_quiet_and_their_errors_one_line(tmp_path) -> N
     assert runs["cut"].returncode == 2
     err = runs["cut"].stderr
     assert err.startswith(f"cloze clean: error: {cut}: cannot read (") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("verb", ["vocab", "build"])
+def test_case_flags_are_spelled_the_same_in_vocab_and_build(verb) -> None:
+    parser = build_parser([verb])
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    verb_parser = sub.choices[verb]
+    flags = {o for a in verb_parser._actions for o in a.option_strings}
+    assert {"--cased", "--no-cased", "--uncased"} <= flags
+    required = ["--input", "i", "--output", "o"]
+    for flag, cased in (("--cased", True), ("--no-cased", False), ("--uncased", False)):
+        assert verb_parser.parse_args([*required, flag]).cased is cased
+    assert verb_parser.parse_args(required).cased is None  # the verb's default decides
