@@ -43,6 +43,8 @@ class BuildConfig:
     dedup: dict[str, Any] = field(default_factory=dict)
     vocab: VocabConfig = field(default_factory=VocabConfig)
     vocab_sample_docs: int | None = None
+    # Other VocabRunConfig fields (sample_bytes, heldout_docs).
+    vocab_options: dict[str, Any] = field(default_factory=dict)
     mode: str = "full-sentences"
     max_seq_len: int = 128
     seed: int = 12345
@@ -193,6 +195,7 @@ def run_build(
         output=paths.tokenizer,
         vocab=config.vocab,
         sample_docs=config.vocab_sample_docs,
+        **config.vocab_options,
     )
     vocab_settings = _settings(vocab, "input", "output")
     tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)

@@ -4,8 +4,10 @@ ROOT/tokenizer and ROOT/shards, with one set of flags or a TOML file (--config).
 A stage whose output is complete and was made from the same settings and input is
 skipped (ROOT/build.json records what each stage was made from); --force reruns all.
 
-The TOML file takes the flags' names as keys (dashes or underscores), at the top level or
-under [clean], [dedup], [vocab] and [shard]; flags given on the command line win:
+Every flag of `cloze clean`, `dedup`, `vocab` and `shard` is a flag here too (not the
+outputs --rejects and --emit-clusters; --seed is the shard seed), with that verb's
+default. The TOML file takes the flags' names as keys (dashes or underscores), at the top
+level or under [clean], [dedup], [vocab] and [shard]; flags given on the command line win:
 
     input = ["raw/"]
     output = "work"
@@ -21,23 +23,27 @@ under [clean], [dedup], [vocab] and [shard]; flags given on the command line win
 from __future__ import annotations
 
 import argparse
+import copy
 import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
+from clozeworks.commands import clean as clean_verb
+from clozeworks.commands import dedup as dedup_verb
+from clozeworks.commands import vocab as vocab_verb
 from clozeworks.commands.shard import add_shard_arguments
-from clozeworks.corpus.text.normalize import NORMAL_FORMS
-from clozeworks.corpus.text.readers import DOC_SEPS, FORMATS
-from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
 from clozeworks.pipelines.shard import ShardConfig
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.special_tokens import VOCAB_KINDS
 
 HELP = "raw files -> docs, tokenizer and shards in one go"
 BEAM = True
 SECTIONS = ("clean", "dedup", "vocab", "shard")
+STAGE_VERBS = {"clean": clean_verb, "dedup": dedup_verb, "vocab": vocab_verb}
+# A stage verb's flags that build has in its own form, or that are its own business.
+NOT_BORROWED = {"help", "input", "output", "progress", "rejects", "emit_clusters"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,38 +52,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", nargs="+", metavar="PATH", help="raw files, dirs or globs")
     p.add_argument("--output", metavar="DIR", help="root of the build")
     p.add_argument("--force", action="store_true", default=None, help="rerun every stage")
-    clean = p.add_argument_group("clean")
-    clean.add_argument("--format", choices=FORMATS, help="record format (default: by extension)")
-    clean.add_argument("--text-field", help="JSON field / Parquet column (default: text)")
-    clean.add_argument("--id-field", help="field holding a document id (default: path#line)")
-    clean.add_argument("--doc-sep", choices=DOC_SEPS, help=".txt: file or blank (default: file)")
-    clean.add_argument("--normalize", choices=NORMAL_FORMS, help="normal form (default: NFC)")
-    clean.add_argument("--filters", help="comma-separated filters (default: length)")
-    dedup = p.add_argument_group("dedup")
-    dedup.add_argument(
-        "--exact", action=argparse.BooleanOptionalAction, help="exact dedup (default: on)"
-    )
-    dedup.add_argument(
-        "--near", action=argparse.BooleanOptionalAction, help="MinHash near-dedup (default: off)"
-    )
-    dedup.add_argument("--threshold", type=float, help="near-dedup Jaccard threshold (0.8)")
-    vocab = p.add_argument_group("vocab")
-    vocab.add_argument("--kind", choices=VOCAB_KINDS, help="vocabulary kind (default: wordpiece)")
-    vocab.add_argument("--vocab-size", type=int, help="default: the paper's size for --kind")
-    vocab.add_argument(
-        "--cased",
-        action=argparse.BooleanOptionalAction,
-        help="keep case; --no-cased lowercases and strips accents (default: no)",
-    )
-    vocab.add_argument(
-        "--uncased", dest="cased", action="store_false", default=None, help="as --no-cased"
-    )
-    vocab.add_argument("--sample-docs", type=int, help="train on about this many documents")
+    # shard first: --seed is the shard seed (vocab's and dedup's keep their defaults).
     add_shard_arguments(p.add_argument_group("shard"), with_defaults=False)
+    for name, module in STAGE_VERBS.items():
+        _borrow(p, p.add_argument_group(name), module)
+
+
+def _verb_parser(module: Any) -> argparse.ArgumentParser:
+    probe = argparse.ArgumentParser(add_help=False)
+    module.add_arguments(probe)
+    return probe
+
+
+def _borrow(p: argparse.ArgumentParser, group: Any, module: Any) -> None:
+    """Every flag of a stage's own verb that build does not have yet, with no default (so
+    a flag given is told from one not given, and the TOML file fills in the rest); the
+    verb's default goes into the help."""
+    taken = {o for a in p._actions for o in a.option_strings}
+    for action in _verb_parser(module)._actions:
+        if action.dest in NOT_BORROWED or any(o in taken for o in action.option_strings):
+            continue
+        copied = copy.copy(action)
+        if action.default not in (None, False, argparse.SUPPRESS) and action.help:
+            copied.help = f"{action.help} (default: {action.default})".replace("%", "%%")
+        copied.default = None
+        copied.required = False
+        group._add_action(copied)
+        taken.update(copied.option_strings)
 
 
 def _actions(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    return {a.dest: a for a in p._actions if a.dest not in ("help", "config")}
+    """Each setting's action by dest and by flag name (`min_chars` for --min-chars)."""
+    out: dict[str, argparse.Action] = {}
+    for action in p._actions:
+        if action.dest in ("help", "config"):
+            continue
+        out[action.dest] = action
+        for flag in action.option_strings:
+            if flag.startswith("--") and not flag.startswith("--no-"):
+                out.setdefault(flag[2:].replace("-", "_"), action)
+    return out
 
 
 def read_toml(path: Path, actions: dict[str, argparse.Action]) -> dict[str, Any]:
@@ -100,7 +114,7 @@ def read_toml(path: Path, actions: dict[str, argparse.Action]) -> dict[str, Any]
         action = actions.get(dest)
         if action is None:
             raise UsageError(f"{path}: unknown setting {key!r}")
-        if dest == "input" and isinstance(value, str):
+        if action.dest == "input" and isinstance(value, str):
             value = [value]
         if action.choices is not None and value not in action.choices:
             choices = ", ".join(map(str, action.choices))
@@ -108,7 +122,7 @@ def read_toml(path: Path, actions: dict[str, argparse.Action]) -> dict[str, Any]
         want = action.type if action.type in (int, float) else None
         if want is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise UsageError(f"{path}: {key} must be a number, got {value!r}")
-        out[dest] = want(value) if want is not None else value
+        out[action.dest] = want(value) if want is not None else value
     return out
 
 
@@ -119,10 +133,11 @@ def _shard_defaults() -> dict[str, Any]:
 
 
 def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]) -> dict[str, Any]:
-    """Flags given > the TOML file > built-in defaults."""
-    values = _shard_defaults()
-    values.update(text_field="text", doc_sep="file", normalize="NFC", filters="length")
-    values.update(exact=True, near=False, threshold=0.8, kind="wordpiece", cased=False)
+    """Flags given > the TOML file > each stage verb's own defaults."""
+    values: dict[str, Any] = {}
+    for module in STAGE_VERBS.values():
+        values.update(_defaults(_verb_parser(module)))
+    values.update(_shard_defaults())
     values.update(force=False)
     if args.config is not None:
         values.update(read_toml(args.config, parser_actions))
@@ -132,27 +147,42 @@ def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]
     return values
 
 
+def _defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
+    return {a.dest: a.default for a in parser._actions if a.dest not in NOT_BORROWED}
+
+
+def _stage_args(values: dict[str, Any], module: Any, **fixed: Any) -> argparse.Namespace:
+    """The namespace the stage's own verb would have parsed from these settings."""
+    own = {a.dest: a.default for a in _verb_parser(module)._actions if a.dest != "help"}
+    picked = {
+        dest: default if dest in NOT_BORROWED else values.get(dest, default)
+        for dest, default in own.items()
+    }
+    return argparse.Namespace(**{**picked, "progress": False, **fixed})
+
+
 def config_from(values: dict[str, Any]) -> BuildConfig:
     shard_fields = set(ShardConfig.__dataclass_fields__) - {
         "input", "tokenizer", "output", "mode", "max_seq_len", "seed", "sequences_per_shard",
         "settings",
     }  # fmt: skip
+    clean = clean_verb.config_from_args(
+        _stage_args(values, clean_verb, input=list(values["input"]), output="")
+    )
+    dedup = dedup_verb.config_from_args(_stage_args(values, dedup_verb, input="", output=""))
+    # Build's --seed is the shard seed: vocab samples with its own default seed.
+    vocab_seed = _defaults(_verb_parser(vocab_verb))["seed"]
+    vocab = vocab_verb.config_from_args(
+        _stage_args(values, vocab_verb, input="", output="", seed=vocab_seed)
+    )
     return BuildConfig(
         inputs=list(values["input"]),
         root=str(values["output"]),
-        clean={
-            "fmt": values.get("format"),
-            "text_field": values["text_field"],
-            "id_field": values.get("id_field"),
-            "doc_sep": values["doc_sep"],
-            "normal_form": values["normalize"],
-            "filters": [f for f in values["filters"].split(",") if f],
-        },
-        dedup={"exact": values["exact"], "near": values["near"], "threshold": values["threshold"]},
-        vocab=VocabConfig(
-            kind=values["kind"], vocab_size=values.get("vocab_size"), cased=values["cased"]
-        ),
-        vocab_sample_docs=values.get("sample_docs"),
+        clean=_fields(clean, "inputs", "output"),
+        dedup=_fields(dedup, "input", "output"),
+        vocab=vocab.vocab,
+        vocab_sample_docs=vocab.sample_docs,
+        vocab_options={"sample_bytes": vocab.sample_bytes, "heldout_docs": vocab.heldout_docs},
         mode=values["mode"],
         max_seq_len=values["max_seq_len"],
         seed=values["seed"],
@@ -160,6 +190,10 @@ def config_from(values: dict[str, Any]) -> BuildConfig:
         shard={k: values[k] for k in shard_fields if k in values},
         force=values["force"],
     )
+
+
+def _fields(config: Any, *paths: str) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in fields(config) if f.name not in paths}
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:

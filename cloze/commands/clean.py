@@ -100,12 +100,13 @@ def filter_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
     }
 
 
-def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+def config_from_args(args: argparse.Namespace) -> CleanConfig:
+    """The CleanConfig the flags describe (`cloze build` builds its clean stage with it)."""
     try:
         filters = expand_names([f for f in args.filters.split(",") if f])
     except ValueError as err:
         raise UsageError(str(err)) from None
-    config = CleanConfig(
+    return CleanConfig(
         inputs=args.input,
         output=args.output,
         fmt=args.format,
@@ -119,6 +120,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         rejects=args.rejects,
         max_record_bytes=args.max_record_bytes,
     )
+
+
+def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    config = config_from_args(args)
     stats = run_clean(config, beam_argv, progress_wanted(args))
     dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))
     print(

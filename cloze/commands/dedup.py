@@ -86,7 +86,19 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     if ignored and not args.near:
         verb = "takes" if len(ignored) == 1 else "take"
         raise UsageError(f"{', '.join(ignored)} {verb} effect only with --near")
-    config = DedupConfig(
+    config = config_from_args(args)
+    stats = run_dedup(config, beam_argv, progress_wanted(args))
+    print(
+        f"deduplicated {stats['documents_in']} documents: kept {stats['documents_out']}, "
+        f"removed {stats['duplicates']} duplicates in {stats['clusters']} clusters "
+        f"-> {args.output}"
+    )
+    return 0
+
+
+def config_from_args(args: argparse.Namespace) -> DedupConfig:
+    """The DedupConfig the flags describe (`cloze build` builds its dedup stage with it)."""
+    return DedupConfig(
         input=args.input,
         output=args.output,
         exact=args.exact,
@@ -105,10 +117,3 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         line_dedup_min_sentences=args.line_dedup_min_sentences,
         cc_rounds=args.cc_rounds,
     )
-    stats = run_dedup(config, beam_argv, progress_wanted(args))
-    print(
-        f"deduplicated {stats['documents_in']} documents: kept {stats['documents_out']}, "
-        f"removed {stats['duplicates']} duplicates in {stats['clusters']} clusters "
-        f"-> {args.output}"
-    )
-    return 0

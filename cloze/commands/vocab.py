@@ -83,11 +83,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="show the trainer's progress bars (default: when stderr is a terminal)",
+        help="progress bars for sampling and training (default: when stderr is a terminal)",
     )
 
 
-def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+def config_from_args(args: argparse.Namespace) -> VocabRunConfig:
+    """The VocabRunConfig the flags describe (`cloze build` builds its vocab stage with it)."""
     if args.sample_docs is not None and args.sample_docs <= 0:
         raise UsageError(f"--sample-docs must be positive (got {args.sample_docs})")
     vocab = VocabConfig(
@@ -108,7 +109,11 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         heldout_docs=args.heldout_docs,
         show_progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
-    stats = run_vocab(config, beam_argv)
+    return config
+
+
+def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    stats = run_vocab(config_from_args(args), beam_argv)
     sample, held = stats["sample"], stats["heldout"]
     print(
         f"trained a {stats['kind']} vocabulary of {stats['vocab_size']} tokens on "

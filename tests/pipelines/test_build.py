@@ -1,5 +1,6 @@
 """`cloze build`: one config for four stages, and stages skipped when nothing changed."""
 
+import argparse
 import json
 from pathlib import Path
 
@@ -90,3 +91,43 @@ def test_bad_toml_is_named(tmp_path, capsys, text: str, message: str) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"cloze build: error: {toml}") and message in err, err
+
+
+def _build_config(argv: list[str]):
+    from clozeworks.cli import build_parser
+    from clozeworks.commands import build as build_verb
+
+    args = build_parser(["build"]).parse_args(["build", *argv])
+    probe = argparse.ArgumentParser(add_help=False)
+    build_verb.add_arguments(probe)
+    return build_verb.config_from(build_verb.resolve(args, build_verb._actions(probe)))
+
+
+def test_every_stage_flag_is_a_build_flag_and_a_toml_key(tmp_path) -> None:
+    from clozeworks.cli import build_parser
+
+    parsers = {v: build_parser([v]) for v in ("clean", "dedup", "vocab", "build")}
+    flags = {}
+    for verb, parser in parsers.items():
+        (sub,) = [a for a in parser._actions if a.dest == "command"]
+        flags[verb] = {o for a in sub.choices[verb]._actions for o in a.option_strings}
+    own = {"--rejects", "--emit-clusters"}  # outputs of their own, not build settings
+    for verb in ("clean", "dedup", "vocab"):
+        assert flags[verb] - own <= flags["build"], (verb, flags[verb] - flags["build"])
+    toml = tmp_path / "build.toml"
+    toml.write_text(
+        '[clean]\nmin-chars = 500\nfilters = "length,c4"\nc4-min-sentences = 2\n'
+        "[dedup]\nnear = true\nnum-perm = 128\nline-dedup = true\n"
+        "[vocab]\nheldout-docs = 50\nsample-bytes = '10M'\nmin-frequency = 3\n"
+    )
+    common = ["--input", "raw", "--output", str(tmp_path / "o")]
+    config = _build_config([*common, "--config", str(toml), "--min-chars", "300"])
+    assert config.clean["filter_options"]["length"]["min_chars"] == 300  # the flag wins
+    assert config.clean["filter_options"]["c4"]["min_sentences"] == 2
+    assert config.dedup["num_perm"] == 128 and config.dedup["line_dedup"]
+    assert config.vocab.min_frequency == 3
+    assert config.vocab_options == {"sample_bytes": 10_000_000, "heldout_docs": 50}
+    # Nothing given: the stage verbs' own defaults, and build's --seed stays the shard's.
+    plain = _build_config(common)
+    assert plain.clean["filter_options"]["length"]["min_chars"] == 1  # clean's default
+    assert plain.dedup["num_perm"] == 256 and plain.seed == 12345
