@@ -50,6 +50,7 @@ from clozeworks.trainer.metrics import (
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.objectives import check_objectives, objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
+from clozeworks.trainer.preempt import StopSignals
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
 
 MAX_NONFINITE_IN_A_ROW = 5
@@ -84,6 +85,7 @@ class TrainSummary:
     eval: dict[str, float] | None = None
     rank: int = 0  # under torchrun every rank returns a summary; rank 0's is the one to show
     resumed_from: int = 0  # the step this invocation started at (0 for a new run)
+    stopped_by: str | None = None  # the signal that stopped the run early (SIGTERM, SIGINT)
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,9 @@ class _Run:
                 if module.__class__.__name__ == "Encoder":
                     module.compile()
         self.step_model: nn.Module = self.model
+        self.signals = StopSignals()
+        self._stop_now = False
+        self.window = Window()
         if d.active:
             ids = [d.device.index] if d.device.type == "cuda" else None
             self.step_model = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
@@ -185,9 +190,7 @@ class _Run:
 
         started = time.perf_counter()
         history: list[dict[str, Any]] = []
-        last_eval: dict[str, float] | None = None
-        window = Window()
-        last_checkpoint: Path | None = None
+        window = self.window
         bar = tqdm(
             total=config.max_steps,
             initial=state.step,
@@ -195,6 +198,48 @@ class _Run:
             unit="step",
         )
         self.model.train()
+        with self.signals:
+            stopped = self._loop(loader, batches, phase_index, log, bar, history, window)
+        last_eval, last_checkpoint = self._last_eval, self._last_checkpoint
+        bar.close()
+        if log is not None:
+            log.close()
+        if stopped and d.main:
+            print(
+                f"stopped by {stopped} at step {state.step}: {last_checkpoint} is committed; "
+                "--resume continues from it",
+                file=sys.stderr,
+            )
+        logged = read_metrics(self.run / METRICS_FILE) if d.main else history
+        return TrainSummary(
+            run=self.run,
+            steps=state.step,
+            first_mlm_loss=logged[0]["mlm_loss"] if logged else None,
+            last_mlm_loss=logged[-1]["mlm_loss"] if logged else None,
+            seconds=time.perf_counter() - started,
+            checkpoint=last_checkpoint,
+            history=history,
+            eval=last_eval,
+            rank=d.rank,
+            resumed_from=resumed_from,
+            stopped_by=stopped,
+        )
+
+    def _loop(
+        self,
+        loader: Any,
+        batches: Iterator[dict[str, torch.Tensor]],
+        phase_index: int,
+        log: MetricsLog | None,
+        bar: Any,
+        history: list[dict[str, Any]],
+        window: Window,
+    ) -> str | None:
+        """Steps until max_steps, or until a stop signal: then the name of the signal."""
+        config, d, state = self.config, self.d, self.state
+        self._last_eval: dict[str, float] | None = None
+        self._last_checkpoint: Path | None = None
+        saved_at = -1
         while state.step < config.max_steps:
             if _phase_at(self.phases, state.step) != phase_index:
                 phase_index = _phase_at(self.phases, state.step)
@@ -203,6 +248,10 @@ class _Run:
             micro = [_to_device(next(batches), d.device) for _ in range(config.grad_accum)]
             sums, grad_norm = self._step(micro)
             if sums is None:
+                if self._stop_now:  # a skipped step: the last checkpoint stands as it is
+                    if saved_at != state.step:
+                        self._last_checkpoint = self._save(phase_index, loader)
+                    return self.signals.requested or "a signal on another rank"
                 continue
             state.step += 1
             sequences, tokens = int(sums.pop("sequences")), int(sums.pop("tokens"))
@@ -216,35 +265,25 @@ class _Run:
                 or state.step == config.max_steps
             )
             if evaluated:
-                last_eval = self.evaluate()
+                self._last_eval = self.evaluate()
             if state.step % config.log_every == 0 or state.step == config.max_steps or evaluated:
                 record = window.flush(
                     state.step, self.scheduler.get_last_lr()[0], grad_norm, state.skipped_nonfinite
                 )
-                if evaluated and last_eval is not None:
-                    record.update(last_eval)
+                if evaluated and self._last_eval is not None:
+                    record.update(self._last_eval)
                 history.append(record)
                 if log is not None:
                     log.write(record)
                 bar.set_postfix(loss=f"{record['loss']:.3f}")
             if state.step % config.save_every == 0 or state.step == config.max_steps:
-                last_checkpoint = self._save(phase_index, loader)
-        bar.close()
-        if log is not None:
-            log.close()
-        logged = read_metrics(self.run / METRICS_FILE) if d.main else history
-        return TrainSummary(
-            run=self.run,
-            steps=state.step,
-            first_mlm_loss=logged[0]["mlm_loss"] if logged else None,
-            last_mlm_loss=logged[-1]["mlm_loss"] if logged else None,
-            seconds=time.perf_counter() - started,
-            checkpoint=last_checkpoint,
-            history=history,
-            eval=last_eval,
-            rank=d.rank,
-            resumed_from=resumed_from,
-        )
+                self._last_checkpoint = self._save(phase_index, loader)
+                saved_at = state.step
+            if self._stop_now:
+                if saved_at != state.step:
+                    self._last_checkpoint = self._save(phase_index, loader)
+                return self.signals.requested or "a signal on another rank"
+        return None
 
     def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:
         """Forward and backward every micro-batch, then one optimizer step.
@@ -278,9 +317,12 @@ class _Run:
         sums = step_sums(outputs)
         sums["sequences"] = float(sum(b["input_ids"].shape[0] for b in micro))
         sums["tokens"] = float(sum(int(b["attention_mask"].sum()) for b in micro))
+        # Rides on the step's all-reduce: every rank stops after the same step.
+        sums["stop"] = 1.0 if self.signals.requested else 0.0
         if d.active:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
             sums = dict(zip(sums, vector.tolist(), strict=True))
+        self._stop_now = sums.pop("stop") > 0
         if not (math.isfinite(grad_norm) and all(math.isfinite(v) for v in sums.values())):
             self.optimizer.zero_grad(set_to_none=True)
             state.skipped_nonfinite += 1
@@ -343,6 +385,8 @@ class _Run:
             )
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state.load_state_dict(saved["train"])
+        if "window" in saved:  # checkpoints before the window was saved start a new one
+            self.window.load_state_dict(saved["window"])
         mine = ranks[self.d.rank]
         set_rng_state(mine["rng"])
         return int(saved["phase"]), mine["loader"]
@@ -375,6 +419,7 @@ class _Run:
         state = {
             "scheduler": self.scheduler.state_dict(),
             "train": self.state.state_dict(),
+            "window": self.window.state_dict(),
             "phase": phase_index,
             "ranks": ranks,
         }

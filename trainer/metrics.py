@@ -54,6 +54,25 @@ class Window:
         self.sequences = 0
         self.tokens = 0
 
+    def state_dict(self) -> dict[str, Any]:
+        """The sums so far (a checkpoint between log lines keeps them, so the next line
+        after a resume covers the same steps as without the interruption)."""
+        return {
+            "steps": self.steps,
+            "batches": self.batches,
+            "sums": dict(self.sums),
+            "sequences": self.sequences,
+            "tokens": self.tokens,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.reset()
+        self.steps = int(state["steps"])
+        self.batches = int(state["batches"])
+        self.sums = {k: float(v) for k, v in state["sums"].items()}
+        self.sequences = int(state["sequences"])
+        self.tokens = int(state["tokens"])
+
     def add(self, sums: dict[str, float], batches: int, sequences: int, tokens: int) -> None:
         self.steps += 1
         self.batches += batches

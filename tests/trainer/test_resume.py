@@ -125,3 +125,40 @@ def test_an_uncommitted_checkpoint_is_ignored(shards_dir, tmp_path) -> None:
     partial.mkdir()
     (partial / "model.safetensors").write_bytes(b"garbage")
     assert committed_steps(run) == [4]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_checkpoints_exits_0_and_resumes_identically(shards_dir, tmp_path, sig):
+    whole = tmp_path / "whole"
+    args = train_args(shards_dir, whole)
+    args[args.index("--save-every") + 1] = "1000"  # no checkpoint but the signal's
+    assert main(args) == 0
+
+    stopped = tmp_path / "stopped"
+    args = train_args(shards_dir, stopped)
+    args[args.index("--save-every") + 1] = "1000"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clozeworks", *args],
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    metrics = stopped / "metrics.jsonl"
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 2):  # past step 4
+        assert proc.poll() is None and time.time() < deadline, "trainer ended before step 4"
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    at = committed_steps(stopped)
+    assert len(at) == 1 and 4 <= at[0] < STEPS, at
+    assert f"stopped by {sig.name} at step {at[0]}" in err
+
+    assert main([*train_args(shards_dir, stopped), "--resume"]) == 0
+    a = load_file(whole / f"step-{STEPS:07d}" / "model.safetensors")
+    b = load_file(stopped / f"step-{STEPS:07d}" / "model.safetensors")
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    assert losses(whole) == losses(stopped)
