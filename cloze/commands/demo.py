@@ -8,6 +8,7 @@ import argparse
 import time
 from pathlib import Path
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.inspect import render
 from clozeworks.corpus.inspect.shards import shard_summary
 from clozeworks.corpus.text.demo import write_demo_corpus
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=300, help="training steps")
     p.add_argument("--limit-docs", type=int, help="use only the first N docstrings")
     p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--no-progress", action="store_true")
+    add_progress_flag(p, "progress bars")
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
             sequences_per_shard=2048,
         ),
         beam_argv,
+        progress=progress_wanted(args),
     )
     # A few hundred CPU steps: a higher peak rate and short warm-up than the paper's
     # 1e-4 / 10k, which are tuned for a million steps.
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     run_dir = root / "run"
     # The demo rebuilds everything under its output, its own earlier run included.
     summary = train(
-        config, Path(paths.shards), run_dir, progress=not args.no_progress, overwrite=True
+        config, Path(paths.shards), run_dir, progress=progress_wanted(args), overwrite=True
     )
     print()
     print(render(shard_summary(Path(paths.shards), verify=True)))

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import (
@@ -110,7 +111,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --output")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flag(p, "a progress bar")
 
 
 def _settings(pairs: list[str]) -> dict[str, Any]:
@@ -247,7 +248,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         Path(args.data),
         Path(args.output),
         resume=args.resume,
-        progress=not args.no_progress,
+        progress=progress_wanted(args),
         overwrite=args.overwrite,
     )
     if summary.rank != 0 or summary.first_mlm_loss is None or summary.last_mlm_loss is None:
