@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Sequence
 from typing import Any
 
 from clozeworks.schemas.errors import UsageError
@@ -35,7 +36,7 @@ def require_matplotlib() -> Any:
     return plt
 
 
-def spans_decades(values: list[float]) -> bool:
+def spans_decades(values: Sequence[float]) -> bool:
     positive = [v for v in values if v > 0]
     return bool(positive) and max(positive) / min(positive) > LOG_SPAN
 
