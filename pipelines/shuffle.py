@@ -52,21 +52,18 @@ def _bucket(key: bytes, buckets: int) -> int:
 
 class _Spill(beam.DoFn):
     """(key, value) -> (bucket, (path, start, end)) for every bucket of every file written.
-    With `by_part` the keys are bucket numbers themselves (0 <= key < buckets)."""
 
-    def __init__(
-        self,
-        directory: str,
-        buckets: int,
-        key_coder: Coder,
-        value_coder: Coder,
-        by_part: bool = False,
-    ):
+    Integer keys (VarIntCoder) go to bucket `key % buckets`: the shard pipeline's keys are
+    group, bucket and shard numbers from 0 up, so every bucket gets the same number of
+    them, where a hash would pile several into one now and then (and the fullest bucket,
+    read whole, sets peak memory). Other keys go by crc32."""
+
+    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
-        self.by_part = by_part
+        self.int_keys = isinstance(key_coder, VarIntCoder)
 
     def start_bundle(self) -> None:
         self._parts: dict[int, list[bytes]] = {}
@@ -76,7 +73,7 @@ class _Spill(beam.DoFn):
         key = self.key_coder.encode(element[0])
         value = self.value_coder.encode(element[1])
         record = b"".join((_RECORD.pack(len(key), len(value)), key, value))
-        bucket = element[0] if self.by_part else _bucket(key, self.buckets)
+        bucket = element[0] % self.buckets if self.int_keys else _bucket(key, self.buckets)
         self._parts.setdefault(bucket, []).append(record)
         self._size += len(record)
         if self._size >= SPILL_BYTES:
@@ -144,23 +141,15 @@ class GroupThroughFiles(beam.PTransform):
     its whole output in memory.)
     """
 
-    def __init__(
-        self,
-        directory: str,
-        buckets: int,
-        key_coder: Coder,
-        value_coder: Coder,
-        by_part: bool = False,
-    ):
+    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
         super().__init__()
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
-        self.by_part = by_part
 
     def expand(self, pairs: Any) -> Any:
-        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder, self.by_part)
+        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder)
         if isinstance(pairs, tuple | list):
             spilled = [pc | f"Spill{i}" >> beam.ParDo(spill) for i, pc in enumerate(pairs)]
             ranges = spilled | "AllSpills" >> beam.Flatten()
@@ -233,7 +222,7 @@ class Shuffle:
         if self.directory is None:
             return _FlattenAndGroup()
         return GroupThroughFiles(
-            BEAM_FS.join(self.directory, name), parts, VarIntCoder(), value_coder, by_part=True
+            BEAM_FS.join(self.directory, name), parts, VarIntCoder(), value_coder
         )
 
     def co_group_by_key(

@@ -151,3 +151,19 @@ def test_a_part_no_row_hashes_to_is_an_empty_file(tmp_path: Path) -> None:
     tables = [pq.read_table(f) for f in sorted(tmp_path.glob("part-*.parquet"))]
     assert [t.num_rows for t in tables].count(0) == 2 and sum(t.num_rows for t in tables) == 1
     assert all(t.schema.equals(DOCUMENT) for t in tables)
+
+
+def test_integer_keys_fill_every_bucket_equally(tmp_path: Path) -> None:
+    # Group, bucket and shard numbers from 0 up: key % buckets, where a hash would put 7
+    # or more of 64 keys into the fullest of 16 buckets now and then (reading it whole).
+    spill = shuffle_module._Spill(str(tmp_path), 16, VarIntCoder(), StrUtf8Coder())
+    spill.start_bundle()
+    for key in range(64):
+        assert not list(spill.process((key, "v" * 100)))
+    keys_in: dict[int, set[int]] = {}
+    for windowed in spill.finish_bundle():
+        bucket, (path, start, end) = windowed.value
+        data = Path(path).read_bytes()[start:end]
+        keys = {VarIntCoder().decode(k) for k, _ in shuffle_module._records(data)}
+        keys_in.setdefault(bucket, set()).update(keys)
+    assert keys_in == {b: {b, b + 16, b + 32, b + 48} for b in range(16)}
