@@ -221,7 +221,8 @@ class ClusterReport(beam.PTransform):
             write = WriteParquetParts(
                 self.clusters_dir, self.parts, self.shuffle, CLUSTERS, "clusters"
             )
-            _ = (members, roots) | "AllMembers" >> beam.Flatten() | "WriteClusters" >> write
+            # A tuple, not a Flatten: each is spilled where it is made (shuffle.py says why).
+            _ = (members, roots) | "WriteClusters" >> write
         return sizes
 
 

@@ -39,6 +39,7 @@ from clozeworks.corpus.text.readers import (
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter
 from clozeworks.pipelines.progress import Tally
+from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.documents import (
     DOCS_GLOB,
     DOCS_PREFIX,
@@ -492,7 +493,7 @@ class WriteParquetParts(beam.PTransform):
         self,
         staging: str,
         parts: int,
-        shuffle: Any,
+        shuffle: Shuffle,
         schema: pa.Schema = DOCUMENT,
         prefix: str = DOCS_PREFIX,
     ) -> None:
