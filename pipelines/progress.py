@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 ENV = "CLOZEWORKS_PROGRESS"
 SAVE_EVERY_S = 0.5
@@ -148,10 +148,3 @@ def _restore(previous: str | None) -> None:
         os.environ.pop(ENV, None)
     else:
         os.environ[ENV] = previous
-
-
-def wants_progress(flag: bool | None, stream: Any) -> bool:
-    """`--progress` / `--no-progress` if given, else whether `stream` is a terminal."""
-    if flag is not None:
-        return flag
-    return bool(getattr(stream, "isatty", lambda: False)())

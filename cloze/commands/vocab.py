@@ -11,8 +11,8 @@ vocab_stats.json in the output directory.
 from __future__ import annotations
 
 import argparse
-import sys
 
+from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.corpus.vocab.sample import DEFAULT_HELDOUT_DOCS, DEFAULT_SAMPLE_BYTES, parse_size
 from clozeworks.corpus.vocab.train import DEFAULT_VOCAB_SIZE, VocabConfig
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
@@ -79,12 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="documents held out to measure the vocabulary (at most 5%% of the store)",
     )
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bars for sampling and training (default: when stderr is a terminal)",
-    )
+    add_progress_flag(p, "progress bars for sampling and training")
 
 
 def config_from_args(args: argparse.Namespace) -> VocabRunConfig:
@@ -107,7 +102,7 @@ def config_from_args(args: argparse.Namespace) -> VocabRunConfig:
         seed=args.seed,
         sample_bytes=parse_size(args.sample_bytes) or None,
         heldout_docs=args.heldout_docs,
-        show_progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        show_progress=progress_wanted(args),
     )
     return config
 
