@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -316,6 +317,28 @@ def _phase2(value: Any, source: str) -> Phase2Config:
         return Phase2Config(**value)
     except TypeError as err:
         raise UsageError(f"{source}: [phase2]: {err}") from None
+
+
+def settings_from_pairs(pairs: Sequence[str], source: str) -> dict[str, Any]:
+    """`KEY=VALUE` pairs as the TOML file would give them, for `merge`: KEY dotted into a
+    section (`model.hidden_size`), VALUE a TOML value, or a bare word taken as a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"{source} {pair!r}: expected KEY=VALUE")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text  # a bare word: a string, as `model.family=albert`
+        *sections, name = key.strip().split(".")
+        target = out
+        for section in sections:
+            target = target.setdefault(section, {})
+            if not isinstance(target, dict):
+                raise UsageError(f"{source} {pair!r}: {section} is not a section")
+        target[name] = value
+    return out
 
 
 def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from pathlib import Path
-from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.schemas.errors import UsageError
@@ -28,6 +26,7 @@ from clozeworks.trainer.config import (
     load_config_file,
     merge,
     preset,
+    settings_from_pairs,
 )
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
@@ -114,27 +113,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p, "a progress bar")
 
 
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    """`KEY=VALUE` pairs (KEY dotted into a section) as the TOML file would give them."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, eq, text = pair.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"--set {pair!r}: expected KEY=VALUE")
-        try:
-            value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = text  # a bare word: a string, as `--set model.family=albert`
-        *sections, name = key.strip().split(".")
-        target = out
-        for section in sections:
-            target = target.setdefault(section, {})
-            if not isinstance(target, dict):
-                raise UsageError(f"--set {pair!r}: {section} is not a section")
-        target[name] = value
-    return out
-
-
 def _warmup(text: str) -> float | int:
     """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
     try:
@@ -165,7 +143,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     if args.config:
         config = load_config_file(Path(args.config), config)
     if args.set:
-        config = merge(config, _settings(args.set), "--set")
+        config = merge(config, settings_from_pairs(args.set, "--set"), "--set")
     top = {
         "max_steps": args.max_steps,
         "batch_size": args.batch_size,
@@ -195,19 +173,17 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     sections = {
         "optim": {
             "lr": args.lr,
-            "warmup_steps": args.warmup_steps,
             "force_warmup": args.force_warmup or None,
         },
         "masking": {"kind": args.masking},
     }
     changes: dict[str, object] = {k: v for k, v in top.items() if v is not None}
-    if args.warmup_steps is not None:
-        args.warmup = args.warmup if args.warmup is not None else args.warmup_steps
+    warmup = args.warmup if args.warmup is not None else args.warmup_steps
     for name, values in sections.items():
         given = {k: v for k, v in values.items() if v is not None}
         if name == "optim":
             # Not filtered: steps clear a share that the preset or --config set.
-            given.update(_warmup_settings(args.warmup))
+            given.update(_warmup_settings(warmup))
         if given:
             changes[name] = given
     return merge(config, changes, "command line")
