@@ -190,7 +190,6 @@ class _Run:
 
         started = time.perf_counter()
         history: list[dict[str, Any]] = []
-        window = self.window
         bar = tqdm(
             total=config.max_steps,
             initial=state.step,
@@ -199,7 +198,7 @@ class _Run:
         )
         self.model.train()
         with self.signals:
-            stopped = self._loop(loader, batches, phase_index, log, bar, history, window)
+            stopped = self._loop(loader, batches, phase_index, log, bar, history)
         last_eval, last_checkpoint = self._last_eval, self._last_checkpoint
         bar.close()
         if log is not None:
@@ -233,7 +232,6 @@ class _Run:
         log: MetricsLog | None,
         bar: Any,
         history: list[dict[str, Any]],
-        window: Window,
     ) -> str | None:
         """Steps until max_steps, or until a stop signal: then the name of the signal."""
         config, d, state = self.config, self.d, self.state
@@ -248,16 +246,14 @@ class _Run:
             micro = [_to_device(next(batches), d.device) for _ in range(config.grad_accum)]
             sums, grad_norm = self._step(micro)
             if sums is None:
-                if self._stop_now:  # a skipped step: the last checkpoint stands as it is
-                    if saved_at != state.step:
-                        self._last_checkpoint = self._save(phase_index, loader)
-                    return self.signals.requested or "a signal on another rank"
+                if self._stop_now:
+                    return self._stop(phase_index, loader, saved_at)
                 continue
             state.step += 1
             sequences, tokens = int(sums.pop("sequences")), int(sums.pop("tokens"))
             state.sequences += sequences
             state.tokens += tokens
-            window.add(sums, config.grad_accum * d.world_size, sequences, tokens)
+            self.window.add(sums, config.grad_accum * d.world_size, sequences, tokens)
             bar.update(1)
 
             evaluated = self.eval_set is not None and (
@@ -267,7 +263,7 @@ class _Run:
             if evaluated:
                 self._last_eval = self.evaluate()
             if state.step % config.log_every == 0 or state.step == config.max_steps or evaluated:
-                record = window.flush(
+                record = self.window.flush(
                     state.step, self.scheduler.get_last_lr()[0], grad_norm, state.skipped_nonfinite
                 )
                 if evaluated and self._last_eval is not None:
@@ -280,10 +276,15 @@ class _Run:
                 self._last_checkpoint = self._save(phase_index, loader)
                 saved_at = state.step
             if self._stop_now:
-                if saved_at != state.step:
-                    self._last_checkpoint = self._save(phase_index, loader)
-                return self.signals.requested or "a signal on another rank"
+                return self._stop(phase_index, loader, saved_at)
         return None
+
+    def _stop(self, phase_index: int, loader: Any, saved_at: int) -> str:
+        """A committed checkpoint of this step (unless one was just written); the name of
+        the signal that asked for the stop."""
+        if saved_at != self.state.step:
+            self._last_checkpoint = self._save(phase_index, loader)
+        return self.signals.requested or "a signal on another rank"
 
     def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:
         """Forward and backward every micro-batch, then one optimizer step.
