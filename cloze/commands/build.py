@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import tomllib
 from dataclasses import fields
 from pathlib import Path
@@ -58,7 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         _borrow(p, p.add_argument_group(name), module)
 
 
+@functools.cache
 def _verb_parser(module: Any) -> argparse.ArgumentParser:
+    """A stage verb's own parser (only read: `_borrow` copies its actions)."""
     probe = argparse.ArgumentParser(add_help=False)
     module.add_arguments(probe)
     return probe
@@ -136,7 +139,8 @@ def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]
     """Flags given > the TOML file > each stage verb's own defaults."""
     values: dict[str, Any] = {}
     for module in STAGE_VERBS.values():
-        values.update(_defaults(_verb_parser(module)))
+        own = _verb_defaults(module)
+        values.update({k: v for k, v in own.items() if k not in NOT_BORROWED})
     values.update(_shard_defaults())
     values.update(force=False)
     if args.config is not None:
@@ -147,16 +151,15 @@ def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]
     return values
 
 
-def _defaults(parser: argparse.ArgumentParser) -> dict[str, Any]:
-    return {a.dest: a.default for a in parser._actions if a.dest not in NOT_BORROWED}
+def _verb_defaults(module: Any) -> dict[str, Any]:
+    return {a.dest: a.default for a in _verb_parser(module)._actions if a.dest != "help"}
 
 
 def _stage_args(values: dict[str, Any], module: Any, **fixed: Any) -> argparse.Namespace:
     """The namespace the stage's own verb would have parsed from these settings."""
-    own = {a.dest: a.default for a in _verb_parser(module)._actions if a.dest != "help"}
     picked = {
         dest: default if dest in NOT_BORROWED else values.get(dest, default)
-        for dest, default in own.items()
+        for dest, default in _verb_defaults(module).items()
     }
     return argparse.Namespace(**{**picked, "progress": False, **fixed})
 
@@ -171,7 +174,7 @@ def config_from(values: dict[str, Any]) -> BuildConfig:
     )
     dedup = dedup_verb.config_from_args(_stage_args(values, dedup_verb, input="", output=""))
     # Build's --seed is the shard seed: vocab samples with its own default seed.
-    vocab_seed = _defaults(_verb_parser(vocab_verb))["seed"]
+    vocab_seed = _verb_defaults(vocab_verb)["seed"]
     vocab = vocab_verb.config_from_args(
         _stage_args(values, vocab_verb, input="", output="", seed=vocab_seed)
     )

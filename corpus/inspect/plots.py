@@ -41,6 +41,14 @@ def spans_decades(values: Sequence[float]) -> bool:
     return bool(positive) and max(positive) / min(positive) > LOG_SPAN
 
 
+def _count_axis(ax: Any, values: Sequence[float], label: str) -> str:
+    """Make the y axis logarithmic when `values` span decades; the label to give it."""
+    if not spans_decades(values):
+        return label
+    ax.set_yscale("log")
+    return f"{label} (log scale)"
+
+
 def png(plt: Any, fig: Any) -> str:
     buf = io.BytesIO()
     fig.tight_layout()
@@ -55,9 +63,7 @@ def bars(plt: Any, pairs: list[list[int]], title: str, xlabel: str, ylabel: str)
     if pairs:
         values, counts = zip(*pairs, strict=True)
         ax.bar(values, counts, width=1.0, color=COLORS[0])
-        if spans_decades(list(counts)):
-            ax.set_yscale("log")
-            ylabel += " (log scale)"
+        ylabel = _count_axis(ax, counts, ylabel)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -75,9 +81,7 @@ def binned(plt: Any, edges: list[int], counts: list[int], title: str, ylabel: st
         ax.bar(range(len(counts)), counts, color=COLORS[0])
         labels = [f"<{edges[i + 1]:,}" for i in range(len(counts))]
         ax.set_xticks(range(len(counts)), labels, rotation=30)
-        if spans_decades(counts):
-            ax.set_yscale("log")
-            ylabel += " (log scale)"
+        ylabel = _count_axis(ax, counts, ylabel)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
@@ -98,9 +102,7 @@ def steps(
         ax.plot(xs, ys, label=name, marker=marker, color=COLORS[i % len(COLORS)])
     for j, step in enumerate(ax_marks):
         ax.axvline(step, color="#888a85", linestyle="--", label="resumed" if j == 0 else None)
-    if spans_decades(every):
-        ax.set_yscale("log")
-        ylabel += " (log scale)"
+    ylabel = _count_axis(ax, every, ylabel)
     ax.set_title(title)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
@@ -131,10 +133,7 @@ def segments(plt: Any, pairs: dict[str, Any]) -> str:
             values, counts = zip(*hist, strict=True)
             every += counts
             ax.step(values, counts, where="mid", label=name.replace("_", " "), color=color)
-    ylabel = "sequences"
-    if spans_decades(every):
-        ax.set_yscale("log")
-        ylabel += " (log scale)"
+    ylabel = _count_axis(ax, every, "sequences")
     ax.set_title("Segment lengths (without [CLS]/[SEP])")
     ax.set_xlabel("tokens")
     ax.set_ylabel(ylabel)
