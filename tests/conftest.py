@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from clozeworks.corpus.text.demo import write_demo_corpus
-from clozeworks.corpus.vocab.train import VocabConfig
+from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
 from clozeworks.pipelines import options
 from clozeworks.pipelines.build import BuildConfig, BuildPaths, run_build
 from clozeworks.schemas.manifest import Manifest
+from tests.corpus.shards.shard_sets import token_stream, write_shard_set
 
 SMALL_DOCS = 800
 
@@ -45,6 +46,15 @@ def small_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildPaths, M
 @pytest.fixture(scope="session")
 def shards_dir(small_build: tuple[BuildPaths, Manifest]) -> Path:
     return Path(small_build[0].shards)
+
+
+@pytest.fixture(scope="session")
+def premasked_pairs(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) -> Path:
+    """A pre-masked nsp shard set written straight from token ids (no pipeline)."""
+    root = tmp_path_factory.mktemp("premasked")
+    info = load_tokenizer(tokenizer_dir)
+    write_shard_set(root / "shards", info, token_stream(info), mode="nsp", premasked=True)
+    return root / "shards"
 
 
 @pytest.fixture(scope="session")

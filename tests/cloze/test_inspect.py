@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from clozeworks.cli import main
-from clozeworks.corpus.vocab.train import load_tokenizer
-from tests.corpus.shards.shard_sets import token_stream, write_shard_set
 from tests.trainer.test_runinfo import make_run
 
 SHARD_KEYS = {
@@ -47,16 +45,8 @@ SHARD_KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def premasked(tmp_path_factory, tokenizer_dir) -> Path:
-    root = tmp_path_factory.mktemp("inspect")
-    info = load_tokenizer(tokenizer_dir)
-    write_shard_set(root / "shards", info, token_stream(info), mode="nsp", premasked=True)
-    return root / "shards"
-
-
-def test_json_is_one_document_with_the_documented_keys(premasked, capsys) -> None:
-    assert main(["inspect", str(premasked), "--json", "--batch-size", "8", "--top", "5"]) == 0
+def test_json_is_one_document_with_the_documented_keys(premasked_pairs, capsys) -> None:
+    assert main(["inspect", str(premasked_pairs), "--json", "--batch-size", "8", "--top", "5"]) == 0
     out = capsys.readouterr().out
     summary = json.loads(out)  # the whole of stdout is one JSON document
     assert set(summary) == SHARD_KEYS
@@ -65,8 +55,8 @@ def test_json_is_one_document_with_the_documented_keys(premasked, capsys) -> Non
     assert set(summary["pairs"]["labels"]) == {"is_next", "not_next"}
 
 
-def test_terminal_summary_and_show(premasked, capsys) -> None:
-    assert main(["inspect", str(premasked), "--verify", "--show", "2"]) == 0
+def test_terminal_summary_and_show(premasked_pairs, capsys) -> None:
+    assert main(["inspect", str(premasked_pairs), "--verify", "--show", "2"]) == 0
     out = capsys.readouterr().out
     assert "verified: every checksum and block is intact" in out
     assert re.search(r"labels +is_next \d+\.\d%  not_next \d+\.\d%", out)
@@ -75,11 +65,11 @@ def test_terminal_summary_and_show(premasked, capsys) -> None:
     assert "predict: @" in out and "[MASK]->" in out
 
 
-def test_verify_exit_codes(premasked, tmp_path, capsys) -> None:
+def test_verify_exit_codes(premasked_pairs, tmp_path, capsys) -> None:
     import shutil
 
     copy = tmp_path / "s"
-    shutil.copytree(premasked, copy)
+    shutil.copytree(premasked_pairs, copy)
     shard = sorted(copy.glob("shard-*.tar"))[1]
     shard.write_bytes(shard.read_bytes()[:-4096])
     assert main(["inspect", str(copy), "--verify"]) == 1
@@ -116,12 +106,12 @@ def _run_with_a_resume(tmp_path: Path) -> Path:
     return run
 
 
-def test_html_reports_for_every_kind(premasked, small_build, tmp_path, capsys) -> None:
+def test_html_reports_for_every_kind(premasked_pairs, small_build, tmp_path, capsys) -> None:
     paths, _ = small_build
     run = _run_with_a_resume(tmp_path)
     # kind -> plots: shards (lengths, segments, predictions, rank-frequency), docs
     # (lengths), tokenizer (none), run (loss, held-out, accuracy, lr, grad norm, speed).
-    cases = [(premasked, 4), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 6)]
+    cases = [(premasked_pairs, 4), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 6)]
     for i, (path, plots) in enumerate(cases):
         report = tmp_path / f"report{i}.html"
         assert main(["inspect", str(path), "--html", str(report)]) == 0
@@ -150,10 +140,10 @@ def test_html_reports_for_every_kind(premasked, small_build, tmp_path, capsys) -
 @pytest.mark.skipif(
     shutil.which("chromium") is None, reason="needs chromium (apt install chromium)"
 )
-def test_html_reports_render_in_a_headless_browser(premasked, small_build, tmp_path) -> None:
+def test_html_reports_render_in_a_headless_browser(premasked_pairs, small_build, tmp_path) -> None:
     Image = pytest.importorskip("PIL.Image")  # comes with matplotlib, the report's extra
     paths, _ = small_build
-    for i, path in enumerate((premasked, Path(paths.docs), _run_with_a_resume(tmp_path))):
+    for i, path in enumerate((premasked_pairs, Path(paths.docs), _run_with_a_resume(tmp_path))):
         report = tmp_path / f"r{i}.html"
         shot = tmp_path / f"r{i}.png"
         assert main(["inspect", str(path), "--html", str(report)]) == 0
@@ -182,10 +172,10 @@ def test_html_reports_render_in_a_headless_browser(premasked, small_build, tmp_p
         assert ink > 0.03 * 1300 * 2400 and len(colours) > 300, (ink, len(colours))
 
 
-def test_html_without_matplotlib_says_how_to_get_it(premasked, tmp_path, monkeypatch, capsys):
+def test_html_without_matplotlib_says_how_to_get_it(premasked_pairs, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     report = tmp_path / "r.html"
-    assert main(["inspect", str(premasked), "--html", str(report)]) == 2
+    assert main(["inspect", str(premasked_pairs), "--html", str(report)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'clozeworks[report]'" in err[0]
     assert not report.exists()

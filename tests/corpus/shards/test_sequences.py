@@ -11,15 +11,6 @@ import webdataset as wds
 from clozeworks.corpus.shards.sequences import sequences
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.schemas.manifest import read_manifest
-from tests.corpus.shards.shard_sets import token_stream, write_shard_set
-
-
-@pytest.fixture(scope="module")
-def premasked_pairs(tmp_path_factory, tokenizer_dir) -> Path:
-    root = tmp_path_factory.mktemp("sequences")
-    info = load_tokenizer(tokenizer_dir)
-    write_shard_set(root / "shards", info, token_stream(info), mode="nsp", premasked=True)
-    return root / "shards"
 
 
 def _from_webdataset(directory: Path) -> list[dict]:
