@@ -28,6 +28,14 @@ def _group_through_files():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shard_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """Remote shards are cached under $CLOZEWORKS_CACHE; never in the user's home."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CLOZEWORKS_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def small_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildPaths, Manifest]:
     root = tmp_path_factory.mktemp("build")

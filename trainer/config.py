@@ -236,6 +236,11 @@ class TrainConfig:
     # (skipping is logged once per shard, see trainer.data.loader).
     verify_shards: bool = False
     on_error: str = "raise"
+    # Remote shards (https://, s3://, gs://, pipe:) are downloaded whole into this cache
+    # (default: $CLOZEWORKS_CACHE or ~/.cache/clozeworks), least recently used evicted past
+    # shard_cache_gb, so later epochs and resumed runs read them from local disk.
+    shard_cache: str | None = None
+    shard_cache_gb: float = 20.0
     # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
     eval_data: str | None = None
     eval_every: int = 0

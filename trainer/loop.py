@@ -26,7 +26,7 @@ from torch import nn
 from tqdm import tqdm
 
 from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
 from clozeworks.trainer.checkpoint import (
     DamagedCheckpoint,
     committed_steps,
@@ -37,7 +37,7 @@ from clozeworks.trainer.checkpoint import (
     step_dir,
 )
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.datasets import copy_tokenizer, dataset_for, resolve
 from clozeworks.trainer.distributed import Dist, setup, teardown
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
@@ -90,7 +90,7 @@ class TrainSummary:
 
 @dataclass(frozen=True)
 class Phase:
-    data: Path
+    data: str  # a shard directory, its URL, or a list of shards (trainer.data.source)
     manifest: Manifest
     batch_size: int
     start_step: int
@@ -107,13 +107,14 @@ def mix_seed(*parts: int) -> int:
 
 def train(
     config: TrainConfig,
-    data: Path,
+    data: str | Path,
     run: Path,
     resume: bool = False,
     progress: bool = True,
     overwrite: bool = False,
 ) -> TrainSummary:
-    """Train per `config` on the shard set `data`, writing the run directory `run`.
+    """Train per `config` on the shard set `data` (a directory or a URL of one, see
+    `trainer.data.source`), writing the run directory `run`.
 
     Under `torchrun` every rank calls this; rank 0 writes. UsageError / BadInputError for
     a config the data cannot serve or a run directory that is not this run's (see
@@ -128,13 +129,14 @@ def train(
         problem = d.gather_json(claim_problem(Path(run), resume, overwrite) if d.main else None)[0]
         if problem is not None:
             raise UsageError(problem)
-        return _Run(config, Path(data), Path(run), d).train(resume, progress)
+        return _Run(config, str(data), Path(run), d).train(resume, progress)
     finally:
         teardown(d)
 
 
 class _Run:
-    def __init__(self, config: TrainConfig, data: Path, run: Path, d: Dist) -> None:
+    def __init__(self, config: TrainConfig, data: str | Path, run: Path, d: Dist) -> None:
+        data = str(data)
         self.d = d
         self.run = run
         self.phases = _phases(config, data)
@@ -144,16 +146,17 @@ class _Run:
         )
         self.config = config = replace(config, model=model_config)
         for phase in self.phases:
-            check_objectives(config, phase.manifest, str(phase.data))
+            check_objectives(config, phase.manifest, phase.data)
         self.eval_set = (
-            _dataset(config, Path(config.eval_data), config.batch_size, d, first)
+            dataset_for(config, config.eval_data, config.batch_size, d, first)
             if config.eval_data
             else None
         )
         if d.main:
             run.mkdir(parents=True, exist_ok=True)
-            payload = {**config.to_dict(), "data": str(data)}
-            payload["tokenizer"] = str(data / TOKENIZER_DIR)
+            payload = {**config.to_dict(), "data": data}
+            # The run keeps its own copy, so export works when the shards are remote or gone.
+            payload["tokenizer"] = str(copy_tokenizer(resolve(config, data), run / TOKENIZER_DIR))
             (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
         self.model = build_model(config).to(d.device)
@@ -364,7 +367,7 @@ class _Run:
     def _loader(self, index: int) -> Any:
         phase = self.phases[index]
         first = self.phases[0].manifest
-        dataset = _dataset(self.config, phase.data, phase.batch_size, self.d, first)
+        dataset = dataset_for(self.config, phase.data, phase.batch_size, self.d, first)
         if dataset.batches_per_epoch() == 0:
             raise UsageError(
                 f"{phase.data}: {phase.manifest.sequences} sequences do not fill one batch of "
@@ -429,8 +432,8 @@ class _Run:
         )
 
 
-def _phases(config: TrainConfig, data: Path) -> list[Phase]:
-    phases = [Phase(data, read_manifest(data), config.batch_size, 0)]
+def _phases(config: TrainConfig, data: str) -> list[Phase]:
+    phases = [Phase(data, resolve(config, data).manifest, config.batch_size, 0)]
     if config.phase2 is not None:
         p2 = config.phase2
         if not 0 < p2.start_step < config.max_steps:
@@ -438,9 +441,9 @@ def _phases(config: TrainConfig, data: Path) -> list[Phase]:
                 f"phase2.start_step {p2.start_step} must be between 0 and max_steps "
                 f"{config.max_steps}"
             )
-        manifest = read_manifest(p2.data)
+        manifest = resolve(config, p2.data).manifest
         batch = p2.batch_size or config.batch_size
-        phases.append(Phase(Path(p2.data), manifest, batch, p2.start_step))
+        phases.append(Phase(p2.data, manifest, batch, p2.start_step))
     for phase in phases:
         if phase.manifest.max_seq_len > config.model.max_position:
             raise UsageError(
@@ -452,24 +455,6 @@ def _phases(config: TrainConfig, data: Path) -> list[Phase]:
 
 def _phase_at(phases: list[Phase], step: int) -> int:
     return max(i for i, p in enumerate(phases) if p.start_step <= step)
-
-
-def _dataset(
-    config: TrainConfig, data: Path, batch_size: int, d: Dist, first: Manifest
-) -> ShardDataset:
-    return ShardDataset(
-        data,
-        batch_size=batch_size,
-        seed=config.seed,
-        masking=config.masking,
-        rank=d.rank,
-        world_size=d.world_size,
-        shuffle_buffer=config.shuffle_buffer,
-        tokenizer_sha256=first.tokenizer_sha256,
-        objectives=config.objectives,
-        verify=config.verify_shards,
-        on_error=config.on_error,
-    )
 
 
 def _forever(loader: Any) -> Iterator[dict[str, torch.Tensor]]:

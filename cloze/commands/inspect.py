@@ -20,6 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from clozeworks.corpus.inspect.html import require_matplotlib, write_html
+from clozeworks.corpus.inspect.mirror import mirror
 from clozeworks.corpus.inspect.shards import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_TOP_K,
@@ -33,6 +34,7 @@ from clozeworks.corpus.inspect.stages import (
     unfinished_runs,
 )
 from clozeworks.corpus.inspect.text import render
+from clozeworks.corpus.shards.cache import is_remote
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.runinfo import run_summary
@@ -58,7 +60,12 @@ def _count(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", metavar="PATH", help="docs, tokenizer, shards or run directory")
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="docs, tokenizer, shards or run directory; shards also by URL (https://, s3://, "
+        "gs://: downloaded into the shard cache first)",
+    )
     p.add_argument(
         "--verify", action="store_true", help="also check every shard's sha256 (exit 1 if bad)"
     )
@@ -82,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    path = Path(args.path)
+    path = _local(args.path)
     kind = detect_kind(path)
     if args.html:
         # Fail before a long read if the report cannot be drawn.
@@ -107,6 +114,17 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         if args.html:
             print(f"report: {args.html}")
     return 1 if summary.get("problems") else 0
+
+
+def _local(path: str) -> Path:
+    """A local path as is; a remote shard set (https://, s3://, gs://) mirrored into the
+    shard cache first (corpus.shards.cache), then inspected there."""
+    if not is_remote(path):
+        return Path(path)
+    with tqdm(
+        unit="B", unit_scale=True, desc="download", disable=not sys.stderr.isatty(), file=sys.stderr
+    ) as bar:
+        return mirror(path, progress=bar.update)
 
 
 def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:

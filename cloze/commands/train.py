@@ -17,7 +17,6 @@ from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import (
     MODEL_PRESETS,
     OPTIM_PRESETS,
@@ -28,6 +27,7 @@ from clozeworks.trainer.config import (
     preset,
     settings_from_pairs,
 )
+from clozeworks.trainer.datasets import resolve
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
 
@@ -36,7 +36,12 @@ BEAM = False
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", metavar="DIR", help="shard directory (required to train)")
+    p.add_argument(
+        "--data",
+        metavar="SOURCE",
+        help="shard directory or its URL (https://, s3://, gs://), or a list of shards "
+        "('pipe:CMD ... shard-{000000..000009}.tar'); required to train",
+    )
     p.add_argument("--output", metavar="DIR", help="run directory (required to train)")
     p.add_argument(
         "--print-config",
@@ -79,10 +84,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--save-every", type=int)
     p.add_argument("--keep", type=int, help="committed checkpoints to keep")
     p.add_argument("--log-every", type=int)
-    p.add_argument("--eval-data", metavar="DIR", help="held-out shard set")
+    p.add_argument("--eval-data", metavar="SOURCE", help="held-out shard set")
     p.add_argument("--eval-every", type=int, help="evaluate every N steps (default: at the end)")
     p.add_argument("--eval-batches", type=int, help="held-out batches per evaluation")
-    p.add_argument("--phase2-data", metavar="DIR", help="second phase shards (BERT: length 512)")
+    p.add_argument("--phase2-data", metavar="SOURCE", help="second phase shards (BERT: length 512)")
     p.add_argument("--phase2-step", type=int, help="step the second phase starts at")
     p.add_argument("--phase2-batch-size", type=int)
     p.add_argument("--seed", type=int)
@@ -101,6 +106,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--on-error",
         choices=["raise", "skip"],
         help="a damaged shard stops the run, or is skipped with a warning",
+    )
+    p.add_argument(
+        "--shard-cache",
+        metavar="DIR",
+        help="where remote shards are kept (default $CLOZEWORKS_CACHE or ~/.cache/clozeworks)",
+    )
+    p.add_argument(
+        "--shard-cache-gb",
+        type=float,
+        metavar="GB",
+        help="most disk the shard cache may use (least recently used shards go first)",
     )
     p.add_argument(
         "--tensorboard",
@@ -162,6 +178,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "shuffle_buffer": args.shuffle_buffer,
         "verify_shards": args.verify_shards,
         "on_error": args.on_error,
+        "shard_cache": args.shard_cache,
+        "shard_cache_gb": args.shard_cache_gb,
         "tensorboard": args.tensorboard,
     }
     if args.objective:
@@ -192,7 +210,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def _fit_to_shards(config: TrainConfig, args: argparse.Namespace) -> TrainConfig:
     """Settings that the shard set decides: refuse dynamic masking flags on pre-masked
     shards, and train a sentence pair set's own objective unless told otherwise."""
-    manifest = read_manifest(Path(args.data))
+    manifest = resolve(config, args.data).manifest
     if manifest.premask is not None and args.masking:
         raise UsageError(
             f"--masking {args.masking} cannot take effect: {args.data} is pre-masked "
@@ -221,7 +239,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = _fit_to_shards(config, args)
     summary = train(
         config,
-        Path(args.data),
+        args.data,
         Path(args.output),
         resume=args.resume,
         progress=progress_wanted(args),

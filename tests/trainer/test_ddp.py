@@ -14,8 +14,9 @@ from safetensors.torch import load_file
 
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import load_config_file, preset
+from clozeworks.trainer.datasets import dataset_for
 from clozeworks.trainer.distributed import Dist
-from clozeworks.trainer.loop import _dataset, _Run
+from clozeworks.trainer.loop import _Run
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
@@ -79,7 +80,7 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
     reference = _Run(config, nsp_shards, tmp_path / "one", Dist())
     manifest = read_manifest(nsp_shards)
     loaders = [
-        iter(_dataset(config, nsp_shards, 4, Dist(rank=r, world_size=2), manifest).loader())
+        iter(dataset_for(config, str(nsp_shards), 4, Dist(rank=r, world_size=2), manifest).loader())
         for r in range(2)
     ]
     losses = []

@@ -29,6 +29,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from clozeworks.corpus.shards.blocks import ShardFormatError
+from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
@@ -64,6 +65,8 @@ class ShardDataset:
         shards so that every rank still yields the same number of batches).
     streams: read ranges per rank; the batch order depends on it, not on num_workers.
     length_bucketing: batch sequences of similar length together (within a shuffle window).
+    cache_root / cache_limit: where remote shards are kept on disk, and how many bytes at
+        most (`corpus.shards.cache`).
     """
 
     def __init__(
@@ -85,6 +88,8 @@ class ShardDataset:
         streams: int = DEFAULT_STREAMS,
         length_bucketing: bool = False,
         wso_prob: float = WSO_PROB,
+        cache_root: str | Path | None = None,
+        cache_limit: int = DEFAULT_LIMIT,
     ) -> None:
         if batch_size < 1:
             raise UsageError(f"batch size must be >= 1, got {batch_size}")
@@ -96,7 +101,8 @@ class ShardDataset:
         if unknown:
             raise UsageError(f"unknown objective(s) {', '.join(unknown)}; known: {OBJECTIVES}")
         self.rank, self.world_size = _rank_and_world(rank, world_size)
-        self.shards = resolve_source(source, manifest)
+        root = None if cache_root is None else Path(cache_root)
+        self.shards = resolve_source(source, manifest, root, cache_limit)
         self.manifest = self.shards.manifest
         self.source = self.shards.location
         self.batch_size = batch_size

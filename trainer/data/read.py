@@ -281,7 +281,8 @@ class EpochReader:
             state.close()
             verify = self.verify and name not in self.knowledge.verified
             try:
-                reader = ShardReader(self.shards.urls[shard], self.shards.specs[shard], verify)
+                url = self.shards.readable_url(shard)
+                reader = ShardReader(url, self.shards.specs[shard], verify)
             except ShardFormatError as err:
                 raise _Unreadable(err, 0) from None
             if verify:

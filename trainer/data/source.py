@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,16 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.shards.cache import (
+    DEFAULT_LIMIT,
+    RETRIES,
+    ShardCache,
+    is_remote,
+    read_remote,
+)
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, read_url, shard_index
+from clozeworks.corpus.vocab.files import DIRECTORY_FILES
 from clozeworks.corpus.vocab.train import tokenizer_kind, word_start_table
 from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
 from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
@@ -37,35 +46,53 @@ class ShardSet:
     specs: tuple[ShardSpec, ...]
     first_index: tuple[int, ...]  # global index of each shard's first sequence
     tokenizer_url: str | None  # tokenizer.json shipped with the shards, if any
+    cache: ShardCache | None = None  # where remote shards are kept on local disk
 
     @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(s.sequences for s in self.specs)
 
+    def readable_url(self, i: int) -> str:
+        """Where shard i is read from: its URL, or its copy in the cache for remote ones
+        (downloaded first; ShardFormatError naming the shard and offset if that fails)."""
+        url = self.urls[i]
+        if self.cache is None or not is_remote(url):
+            return url
+        return self.cache.fetch(url, self.specs[i])
 
-def resolve_source(source: Source, manifest: str | Path | None = None) -> ShardSet:
+
+def resolve_source(
+    source: Source,
+    manifest: str | Path | None = None,
+    cache_root: Path | None = None,
+    cache_limit: int = DEFAULT_LIMIT,
+) -> ShardSet:
     """Resolve `source` into a ShardSet. BadInputError naming the place on any problem.
 
     - a local directory or a URL of one (`s3://bucket/shards`): its manifest.json, every
       shard in it;
     - a list of shard paths, URLs or `pipe:` commands (a string with `{000000..000009}`
       braces is expanded, as webdataset does): those shards only; the manifest is
-      `manifest` if given, else manifest.json beside the first entry.
+      `manifest` if given, else manifest.json beside the first entry (for a pipe, the
+      same command with its last `shard-NNNNNN.tar` replaced by `manifest.json`).
+
+    Remote shards (URLs and pipes) are read through a `ShardCache` in `cache_root`
+    (default: `default_cache_root()`) holding at most `cache_limit` bytes.
     """
     if isinstance(source, str | Path) and "{" not in str(source):
         base = str(source).rstrip("/")
-        man = _read_manifest(f"{base}/{MANIFEST_FILE}", directory=base)
+        man, text = _read_manifest(f"{base}/{MANIFEST_FILE}", directory=base)
         urls = {s.name: f"{base}/{s.name}" for s in man.shards}
-        return _shard_set(man, base, urls, f"{base}/{TOKENIZER_DIR}/{TOKENIZER_JSON}")
+        tok = f"{base}/{TOKENIZER_DIR}/{TOKENIZER_JSON}"
+        cache = _cache(base, text, list(urls.values()), cache_root, cache_limit)
+        return _shard_set(man, base, urls, tok, cache)
     entries = _expand(source)
     if not entries:
         raise UsageError("the list of shards is empty")
     if manifest is None:
-        if entries[0].startswith("pipe:"):
-            raise UsageError("shards given as pipe: commands need manifest=PATH or URL")
-        manifest = posixpath.join(posixpath.dirname(entries[0]), MANIFEST_FILE)
+        manifest = _manifest_beside(entries[0])
     man_url = str(manifest)
-    man = _read_manifest(man_url, directory=None)
+    man, text = _read_manifest(man_url, directory=None)
     known = {shard_index(s.name): s.name for s in man.shards}
     urls: dict[str, str] = {}
     for entry in entries:
@@ -78,8 +105,36 @@ def resolve_source(source: Source, manifest: str | Path | None = None) -> ShardS
         if name in urls:
             raise UsageError(f"{entry}: {name} is listed twice")
         urls[name] = entry
-    tok = posixpath.join(posixpath.dirname(man_url), TOKENIZER_DIR, TOKENIZER_JSON)
-    return _shard_set(man, man_url, urls, None if man_url.startswith("pipe:") else tok)
+    if man_url.startswith("pipe:"):
+        head, _, tail = man_url.rpartition(MANIFEST_FILE)
+        tok = f"{head}{TOKENIZER_DIR}/{TOKENIZER_JSON}{tail}" if head else None
+    else:
+        tok = posixpath.join(posixpath.dirname(man_url), TOKENIZER_DIR, TOKENIZER_JSON)
+    cache = _cache(man_url, text, list(urls.values()), cache_root, cache_limit)
+    return _shard_set(man, man_url, urls, tok, cache)
+
+
+def _manifest_beside(entry: str) -> str:
+    if not entry.startswith("pipe:"):
+        return posixpath.join(posixpath.dirname(entry), MANIFEST_FILE)
+    found = list(re.finditer(r"shard-\d{6}\.tar", entry))
+    if not found:
+        raise UsageError(f"{entry}: no shard-NNNNNN.tar in this pipe: command; pass manifest=")
+    last = found[-1]
+    return entry[: last.start()] + MANIFEST_FILE + entry[last.end() :]
+
+
+def _cache(
+    location: str, text: str, urls: list[str], root: Path | None, limit: int
+) -> ShardCache | None:
+    if not any(is_remote(u) for u in urls):
+        return None
+    cache = ShardCache.for_source(location, root, limit)
+    try:
+        cache.adopt_manifest(text)
+    except OSError as err:
+        raise BadInputError(f"{cache.directory}: cannot use the shard cache ({err})") from None
+    return cache
 
 
 def _expand(source: Source) -> list[str]:
@@ -96,11 +151,16 @@ def _expand(source: Source) -> list[str]:
     return out
 
 
-def _read_manifest(url: str, directory: str | None) -> Manifest:
+def _read_manifest(url: str, directory: str | None) -> tuple[Manifest, str]:
     if directory is not None and is_local(directory) and not Path(local_path(directory)).is_dir():
         raise BadInputError(f"{directory}: no such shard directory")
+    if directory is not None and is_local(url) and not Path(local_path(url)).is_file():
+        raise BadInputError(
+            f"{directory}: no {MANIFEST_FILE}, so this is not a finished shard set "
+            "(the build was interrupted or this is the wrong directory)"
+        )
     try:
-        text = read_url(url).decode("utf-8")
+        text = (read_remote(url) if is_remote(url) else read_url(url)).decode("utf-8")
     except OSError as err:
         where = directory or url
         raise BadInputError(
@@ -110,13 +170,17 @@ def _read_manifest(url: str, directory: str | None) -> Manifest:
     except UnicodeDecodeError:
         raise BadInputError(f"{url}: not a text manifest") from None
     try:
-        return Manifest.from_json(text, source=url)
+        return Manifest.from_json(text, source=url), text
     except SchemaError as err:
         raise BadInputError(str(err)) from None
 
 
 def _shard_set(
-    man: Manifest, location: str, urls: dict[str, str], tokenizer_url: str | None
+    man: Manifest,
+    location: str,
+    urls: dict[str, str],
+    tokenizer_url: str | None,
+    cache: ShardCache | None = None,
 ) -> ShardSet:
     starts = np.concatenate([[0], np.cumsum([s.sequences for s in man.shards])])
     chosen = [(i, s) for i, s in enumerate(man.shards) if s.name in urls]
@@ -127,6 +191,7 @@ def _shard_set(
         specs=tuple(ShardSpec.from_manifest(man, s) for _, s in chosen),
         first_index=tuple(int(starts[i]) for i, _ in chosen),
         tokenizer_url=tokenizer_url,
+        cache=cache,
     )
 
 
@@ -178,12 +243,16 @@ def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[byt
             return path.read_bytes(), str(path)
         except OSError as err:
             raise BadInputError(f"{path}: cannot read the tokenizer ({err.strerror})") from None
-    if shards.tokenizer_url is None:
+    url = shards.tokenizer_url
+    if url is None:
         return None, ""
     try:
-        return read_url(shards.tokenizer_url), shards.tokenizer_url
+        data = read_remote(url) if is_remote(url) else read_url(url)
     except OSError:
         return None, ""
+    if shards.cache is not None:
+        shards.cache.keep_file(f"{TOKENIZER_DIR}/{TOKENIZER_JSON}", data)
+    return data, url
 
 
 def _tokenizer_facts(data: bytes, where: str) -> tuple[Tokenizer, list[bool], set[int]]:
@@ -194,3 +263,23 @@ def _tokenizer_facts(data: bytes, where: str) -> tuple[Tokenizer, list[bool], se
     table = word_start_table(tok, special_tokens_for(tokenizer_kind(tok)))
     added = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
     return tok, table, added
+
+
+def tokenizer_files(shards: ShardSet) -> dict[str, bytes]:
+    """The tokenizer directory shipped with the shards, file name -> bytes (what a copy
+    of a tokenizer directory takes; empty when none ships), read from any source."""
+    url = shards.tokenizer_url
+    if url is None:
+        return {}
+    head, _, tail = url.rpartition(TOKENIZER_JSON)
+    files = {}
+    for name in DIRECTORY_FILES:
+        where = f"{head}{name}{tail}"
+        try:
+            if not is_remote(where):
+                files[name] = read_url(where)
+            else:  # the optional files are absent for some kinds: no retrying for those
+                files[name] = read_remote(where, retries=RETRIES if name == TOKENIZER_JSON else 0)
+        except OSError:
+            continue  # this tokenizer kind has no such file
+    return files

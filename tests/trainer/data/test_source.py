@@ -52,12 +52,18 @@ def test_a_list_reads_only_those_shards_with_the_same_masks(shards) -> None:
     assert same_batches(braces, epoch(shards))
 
 
-def test_pipe_commands_need_and_use_a_manifest(shards) -> None:
+def test_pipe_commands_find_or_take_a_manifest(shards, tmp_path) -> None:
     cmds = [f"pipe:cat {shards}/shard-00000{i}.tar" for i in range(3)]
-    with pytest.raises(UsageError, match="manifest="):
-        ShardDataset(cmds, batch_size=4)
-    got = epoch(cmds, manifest=shards / "manifest.json")
+    got = epoch(cmds, manifest=shards / "manifest.json", cache_root=tmp_path / "a")
     assert same_batches(got, epoch(shards))
+    # Without manifest=, the command's last shard-NNNNNN.tar becomes manifest.json.
+    braces = f"pipe:cat {shards}/shard-{{000000..000002}}.tar"
+    wwm = MaskingConfig(kind="wwm")  # needs the tokenizer, found the same way
+    got = epoch(braces, masking=wwm, cache_root=tmp_path / "b")
+    assert same_batches(got, epoch(shards, masking=wwm))
+    assert len(list((tmp_path / "b").rglob("shard-*.tar"))) == 3  # read from the cache
+    with pytest.raises(UsageError, match="manifest="):
+        ShardDataset(["pipe:cat /dev/null"], batch_size=4)
 
 
 def test_bad_lists_are_named(shards) -> None:

@@ -1,0 +1,56 @@
+"""The shard sets a run reads: where they are, with which cache, as which datasets."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.data.source import ShardSet, resolve_source, tokenizer_files
+from clozeworks.trainer.distributed import Dist
+
+
+def dataset_for(
+    config: TrainConfig, data: str, batch_size: int, d: Dist, first: Manifest
+) -> ShardDataset:
+    return ShardDataset(
+        data,
+        batch_size=batch_size,
+        seed=config.seed,
+        masking=config.masking,
+        rank=d.rank,
+        world_size=d.world_size,
+        shuffle_buffer=config.shuffle_buffer,
+        tokenizer_sha256=first.tokenizer_sha256,
+        objectives=config.objectives,
+        verify=config.verify_shards,
+        on_error=config.on_error,
+        **_cache_settings(config),
+    )
+
+
+def _cache_settings(config: TrainConfig) -> dict[str, Any]:
+    root = None if config.shard_cache is None else Path(config.shard_cache)
+    return {"cache_root": root, "cache_limit": int(config.shard_cache_gb * 1e9)}
+
+
+def resolve(config: TrainConfig, data: str) -> ShardSet:
+    """The shard set `data` names, with the run's shard cache."""
+    settings = _cache_settings(config)
+    return resolve_source(data, None, settings["cache_root"], settings["cache_limit"])
+
+
+def copy_tokenizer(shards: ShardSet, target: Path) -> Path:
+    """The tokenizer directory shipped with `shards`, copied to `target` (replaced whole)."""
+    files = tokenizer_files(shards)
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, data in files.items():
+        (tmp / name).write_bytes(data)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.replace(target)
+    return target
