@@ -246,6 +246,9 @@ class TrainConfig:
     eval_every: int = 0
     eval_batches: int = 50
     phase2: Phase2Config | None = None
+    # Start from these weights (a transformers directory, a run, or a step directory)
+    # with a fresh optimizer; the architecture comes from them (trainer/init_from.py).
+    init_from: str | None = None
     device: str = "auto"
     # "auto": bf16 autocast on GPU, fp32 on CPU (bf16 matmuls on CPU are slower, not faster).
     precision: str = "auto"

@@ -106,6 +106,22 @@ def to_transformers(model: nn.Module, config: TrainConfig) -> list[tuple[str, An
     return [_bert(tf, model, m)]
 
 
+def hf_weights(model: nn.Module, config: TrainConfig) -> list[tuple[str, Tensors]]:
+    """(subdirectory, {transformers key: tensor}) as `to_transformers` writes them. Most
+    tensors are views of the model's parameters (so copying into them loads the model);
+    the rest are derived (RoBERTa's offset positions, absent token types, an identity
+    projection), which `trainer.init_from` handles by name."""
+    m = config.model
+    if m.family == "electra":
+        gen = generator_config(m)
+        return [("", _electra_disc(model, m)), ("generator", _electra_gen(model, gen))]
+    if m.family == "albert":
+        return [("", _albert_weights(model, m))]
+    if m.pre_ln or m.family == "roberta":
+        return [("", _roberta_weights(model, m, prelayernorm=m.pre_ln))]
+    return [("", _bert_weights(model, m))]
+
+
 def _load(cls: Any, hf_config: Any, weights: Tensors) -> Any:
     hf = cls(hf_config)
     missing, unexpected = hf.load_state_dict(weights, strict=False)
@@ -192,7 +208,7 @@ def _mlm(prefix: str, head: Any, m: ModelConfig, names: tuple[str, str, str, str
     return out
 
 
-def _bert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
+def _bert_weights(model: Any, m: ModelConfig) -> Tensors:
     enc = model.encoder
     weights = {
         **_embeddings("bert.embeddings", enc, m),
@@ -208,14 +224,19 @@ def _bert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
     if sentence is not None and sentence.classifier.out_features == 2:
         weights.update(_linear("bert.pooler.dense", sentence.pooler))
         weights.update(_linear("cls.seq_relationship", sentence.classifier))
+    return weights
+
+
+def _bert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
+    weights = _bert_weights(model, m)
+    if "cls.seq_relationship.weight" in weights:
         return "", _load(tf.BertForPreTraining, tf.BertConfig(**_common(m)), weights)
     return "", _load(tf.BertForMaskedLM, tf.BertConfig(**_common(m)), weights)
 
 
-def _roberta(tf: Any, model: Any, m: ModelConfig, prelayernorm: bool) -> tuple[str, Any]:
+def _roberta_weights(model: Any, m: ModelConfig, prelayernorm: bool) -> Tensors:
     enc = model.encoder
     offset = m.pad_token_id + 1
-    kw = _common(m, max_position_embeddings=m.max_position + offset)
     root = "roberta_prelayernorm" if prelayernorm else "roberta"
     weights = {
         **_embeddings(f"{root}.embeddings", enc, m, position_offset=offset),
@@ -223,7 +244,7 @@ def _roberta(tf: Any, model: Any, m: ModelConfig, prelayernorm: bool) -> tuple[s
     }
     if not prelayernorm:
         weights.update(_bert_layers(f"{root}.encoder", enc))
-        return "", _load(tf.RobertaForMaskedLM, tf.RobertaConfig(**kw), weights)
+        return weights
     for i, layer in enumerate(enc.layers):
         p = f"{root}.encoder.layer.{i}"
         weights.update(_ln(f"{p}.attention.LayerNorm", layer.attention_norm))
@@ -233,15 +254,27 @@ def _roberta(tf: Any, model: Any, m: ModelConfig, prelayernorm: bool) -> tuple[s
         weights.update(_linear(f"{p}.intermediate.dense", layer.ffn.up))
         weights.update(_linear(f"{p}.output.dense", layer.ffn.down))
     weights.update(_ln(f"{root}.LayerNorm", enc.final_norm))
+    return weights
+
+
+def _roberta(tf: Any, model: Any, m: ModelConfig, prelayernorm: bool) -> tuple[str, Any]:
+    weights = _roberta_weights(model, m, prelayernorm)
+    kw = _common(m, max_position_embeddings=m.max_position + m.pad_token_id + 1)
+    if not prelayernorm:
+        return "", _load(tf.RobertaForMaskedLM, tf.RobertaConfig(**kw), weights)
     cls = tf.RobertaPreLayerNormForMaskedLM
     return "", _load(cls, tf.RobertaPreLayerNormConfig(**kw), weights)
 
 
-def _albert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
-    enc = model.encoder
+def _albert_groups(model: Any, m: ModelConfig) -> list[Any]:
     # One group when every layer is one module; otherwise a group per layer, shared
     # blocks copied into each (transformers cannot share only attention or only FFN).
-    groups = [enc.layers[0]] if m.share == "all" else list(enc.layers)
+    return [model.encoder.layers[0]] if m.share == "all" else list(model.encoder.layers)
+
+
+def _albert_weights(model: Any, m: ModelConfig) -> Tensors:
+    enc = model.encoder
+    groups = _albert_groups(model, m)
     weights = _embeddings("albert.embeddings", enc, m)
     if enc.project is not None:
         weights.update(_linear("albert.encoder.embedding_hidden_mapping_in", enc.project))
@@ -258,13 +291,21 @@ def _albert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
         weights.update(_linear(f"{p}.ffn_output", layer.ffn.down))
         weights.update(_ln(f"{p}.full_layer_layer_norm", layer.ffn_norm))
     weights.update(_mlm("predictions", model.mlm, m, ("dense", "LayerNorm", "decoder", "bias")))
-    kw = _common(m, embedding_size=m.embedding_width, num_hidden_groups=len(groups))
+    sentence = model.sentence
+    if sentence is not None:
+        weights.update(_linear("albert.pooler", sentence.pooler))
+        weights.update(_linear("sop_classifier.classifier", sentence.classifier))
+    return weights
+
+
+def _albert(tf: Any, model: Any, m: ModelConfig) -> tuple[str, Any]:
+    weights = _albert_weights(model, m)
+    groups = len(_albert_groups(model, m))
+    kw = _common(m, embedding_size=m.embedding_width, num_hidden_groups=groups)
     kw["inner_group_num"] = 1
     sentence = model.sentence
     if sentence is None:
         return "", _load(tf.AlbertForMaskedLM, tf.AlbertConfig(**kw), weights)
-    weights.update(_linear("albert.pooler", sentence.pooler))
-    weights.update(_linear("sop_classifier.classifier", sentence.classifier))
     kw["num_labels"] = sentence.classifier.out_features
     return "", _load(tf.AlbertForPreTraining, tf.AlbertConfig(**kw), weights)
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.trainer import init_from
 from clozeworks.trainer.checkpoint import (
     DamagedCheckpoint,
     committed_steps,
@@ -37,6 +38,7 @@ from clozeworks.trainer.checkpoint import (
     step_dir,
 )
 from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import copy_tokenizer, dataset_for, resolve
 from clozeworks.trainer.distributed import Dist, setup, teardown
 from clozeworks.trainer.metrics import (
@@ -141,6 +143,13 @@ class _Run:
         self.run = run
         self.phases = _phases(config, data)
         first = self.phases[0].manifest
+        self.init_notes: list[str] = []
+        if config.init_from:
+            arch, self.init_notes = init_from.model_config(config.init_from, config.model)
+            config = replace(config, model=arch)
+            shards_json = tokenizer_files(resolve(config, data)).get("tokenizer.json")
+            note = init_from.check_tokenizer(config.init_from, first, shards_json)
+            self.init_notes += [note] if note else []
         model_config = replace(
             config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
         )
@@ -184,6 +193,8 @@ class _Run:
         config, d, state = self.config, self.d, self.state
         saved_phase, loader_state = self._resume() if resume else (None, None)
         resumed_from = state.step
+        if config.init_from and state.step == 0:
+            self._init_weights(config.init_from)
         log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
         phase_index = _phase_at(self.phases, state.step)
         loader = self._loader(phase_index)
@@ -226,6 +237,14 @@ class _Run:
             resumed_from=resumed_from,
             stopped_by=stopped,
         )
+
+    def _init_weights(self, source: str) -> None:
+        report = init_from.load_weights(self.model, self.config, source)
+        report.notes += self.init_notes
+        if self.d.main:
+            print(report.line(), file=sys.stderr)
+            text = json.dumps(report.to_dict(), indent=2) + "\n"
+            (self.run / init_from.REPORT_FILE).write_text(text, encoding="utf-8")
 
     def _loop(
         self,

@@ -90,6 +90,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase2-data", metavar="SOURCE", help="second phase shards (BERT: length 512)")
     p.add_argument("--phase2-step", type=int, help="step the second phase starts at")
     p.add_argument("--phase2-batch-size", type=int)
+    p.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start from these weights: a transformers directory (as cloze export writes), "
+        "a run or a step directory; the architecture is theirs, the optimizer fresh",
+    )
     p.add_argument("--seed", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
@@ -168,6 +174,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "keep": args.keep,
         "log_every": args.log_every,
         "seed": args.seed,
+        "init_from": args.init_from,
         "eval_data": args.eval_data,
         "eval_every": args.eval_every,
         "eval_batches": args.eval_batches,
