@@ -243,6 +243,9 @@ class TrainConfig:
     shard_cache_gb: float = 20.0
     # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
     eval_data: str | None = None
+    # Or hold out this share of the training shards (run_mlm.py's validation split): the
+    # same sequences on every rank count and resume, never trained on (0: none).
+    eval_split: float = 0.0
     eval_every: int = 0
     eval_batches: int = 50
     phase2: Phase2Config | None = None
@@ -266,6 +269,9 @@ class TrainConfig:
             _at_least(self, "", name, 1)
         _at_least(self, "", "num_workers", 0)
         _at_least(self, "", "eval_every", 0)
+        _between(self, "", "eval_split", 0.0, 0.5)
+        if self.eval_split and self.eval_data:
+            raise UsageError("eval_data and eval_split both name a held-out set; pass one")
         if self.on_error not in ("raise", "skip"):
             raise UsageError(f"on_error {self.on_error!r} is not one of raise, skip")
         if self.precision not in ("auto", "fp32", "bf16"):

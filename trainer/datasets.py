@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
@@ -14,8 +15,10 @@ from clozeworks.trainer.distributed import Dist
 
 
 def dataset_for(
-    config: TrainConfig, data: str, batch_size: int, d: Dist, first: Manifest
+    config: TrainConfig, data: str, batch_size: int, d: Dist, first: Manifest, part: str = "train"
 ) -> ShardDataset:
+    """The run's view of `data` on this rank: part "train", or "eval" (the held-out share
+    `config.eval_split` of it)."""
     return ShardDataset(
         data,
         batch_size=batch_size,
@@ -29,7 +32,25 @@ def dataset_for(
         verify=config.verify_shards,
         on_error=config.on_error,
         **_cache_settings(config),
+        eval_split=config.eval_split,
+        part=part,
     )
+
+
+def eval_dataset(config: TrainConfig, data: str, d: Dist, first: Manifest) -> ShardDataset | None:
+    """The held-out set: `eval_data`, or the `eval_split` share of `data`, or none."""
+    if config.eval_data:
+        return dataset_for(config, config.eval_data, config.batch_size, d, first)
+    if not config.eval_split:
+        return None
+    held = dataset_for(config, data, config.batch_size, d, first, part="eval")
+    if held.batches_per_epoch() == 0:
+        raise UsageError(
+            f"eval_split {config.eval_split:g} holds out {held.layout.sequences} sequences of "
+            f"{data}: fewer than one batch of {config.batch_size} on each of {d.world_size} "
+            "rank(s); hold out more or use a smaller batch"
+        )
+    return held
 
 
 def _cache_settings(config: TrainConfig) -> dict[str, Any]:

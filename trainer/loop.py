@@ -39,7 +39,7 @@ from clozeworks.trainer.checkpoint import (
 )
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
-from clozeworks.trainer.datasets import copy_tokenizer, dataset_for, resolve
+from clozeworks.trainer.datasets import copy_tokenizer, dataset_for, eval_dataset, resolve
 from clozeworks.trainer.distributed import Dist, setup, teardown
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
@@ -156,11 +156,7 @@ class _Run:
         self.config = config = replace(config, model=model_config)
         for phase in self.phases:
             check_objectives(config, phase.manifest, phase.data)
-        self.eval_set = (
-            dataset_for(config, config.eval_data, config.batch_size, d, first)
-            if config.eval_data
-            else None
-        )
+        self.eval_set = eval_dataset(config, data, d, first)
         if d.main:
             run.mkdir(parents=True, exist_ok=True)
             payload = {**config.to_dict(), "data": data}
@@ -381,7 +377,10 @@ class _Run:
         if d.active:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
             sums = dict(zip(sums, vector.tolist(), strict=True))
-        return summarize(sums, int(sums.pop("batches")), prefix="eval_")
+        record = summarize(sums, int(sums.pop("batches")), prefix="eval_")
+        if "eval_mlm_loss" in record:
+            record["eval_mlm_perplexity"] = math.exp(min(record["eval_mlm_loss"], 700.0))
+        return record
 
     def _loader(self, index: int) -> Any:
         phase = self.phases[index]

@@ -52,6 +52,7 @@ def run_summary(run: Path) -> dict[str, Any]:
         "curves": curves,
         "losses": sorted(k for k in curves if k.split("/")[-1].endswith("loss")),
         "accuracies": sorted(k for k in curves if k.split("/")[-1].endswith("accuracy")),
+        "perplexities": sorted(k for k in curves if k.split("/")[-1].endswith("perplexity")),
         "checkpoints": [step_dir(run, s).name for s in steps],
         "last_checkpoint": _checkpoint(step_dir(run, steps[-1])) if steps else None,
         "throughput": {k: _mean_last(curves.get(k)) for k in THROUGHPUT},

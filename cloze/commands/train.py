@@ -85,6 +85,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", type=int, help="committed checkpoints to keep")
     p.add_argument("--log-every", type=int)
     p.add_argument("--eval-data", metavar="SOURCE", help="held-out shard set")
+    p.add_argument(
+        "--eval-split",
+        type=_share,
+        metavar="SHARE",
+        help="hold out this share of --data for evaluation (0.005 or 0.5%%), never trained on",
+    )
     p.add_argument("--eval-every", type=int, help="evaluate every N steps (default: at the end)")
     p.add_argument("--eval-batches", type=int, help="held-out batches per evaluation")
     p.add_argument("--phase2-data", metavar="SOURCE", help="second phase shards (BERT: length 512)")
@@ -135,6 +141,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p, "a progress bar")
 
 
+def _share(text: str) -> float:
+    """A share of the data: "0.005" or "0.5%"."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a share: {text!r}") from None
+    if not 0.0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 50%: {text!r}")
+    return value
+
+
 def _warmup(text: str) -> float | int:
     """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
     try:
@@ -176,6 +193,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "seed": args.seed,
         "init_from": args.init_from,
         "eval_data": args.eval_data,
+        "eval_split": args.eval_split,
         "eval_every": args.eval_every,
         "eval_batches": args.eval_batches,
         "device": args.device,

@@ -361,9 +361,13 @@ def _run(plt: Any, s: dict[str, Any]) -> str:
     curves = s["curves"]
     held = {k: v for k, v in curves.items() if k.startswith("eval")}
     train = {k: v for k, v in curves.items() if k not in held}
+    # Perplexity runs to thousands early on: a plot of its own, not the losses' scale.
+    perplexity = {k: v for k, v in held.items() if k.endswith("perplexity")}
+    held = {k: v for k, v in held.items() if k not in perplexity}
     groups = [
         ("Training loss", "loss", {k: v for k, v in train.items() if k.endswith("loss")}),
         ("Held-out", "value", held),
+        ("Held-out perplexity", "perplexity", perplexity),
         ("Accuracy", "accuracy", {k: v for k, v in train.items() if k.endswith("accuracy")}),
         ("Learning rate", "lr", {k: v for k, v in train.items() if k == "lr"}),
         (

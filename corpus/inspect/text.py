@@ -223,7 +223,7 @@ def _run(s: dict[str, Any]) -> list[str]:
         f"  {s['logged_steps']} log lines, last step {s['last_step']}"
         + (f" of {s['max_steps']}" if s.get("max_steps") else ""),
     ]
-    for name in s["losses"] + s["accuracies"]:
+    for name in s["losses"] + s["accuracies"] + s.get("perplexities", []):
         points = [v for _, v in s["curves"][name] if v is not None]
         if points:
             lines.append(f"  {name:<24} {points[0]:.4f} -> {points[-1]:.4f}")

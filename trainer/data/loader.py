@@ -67,6 +67,8 @@ class ShardDataset:
     length_bucketing: batch sequences of similar length together (within a shuffle window).
     cache_root / cache_limit: where remote shards are kept on disk, and how many bytes at
         most (`corpus.shards.cache`).
+    eval_split / part: hold out this share of the sequences (the tail of each shard,
+        `ShardSet.split`): part "train" reads the rest, part "eval" only the held-out ones.
     """
 
     def __init__(
@@ -90,6 +92,8 @@ class ShardDataset:
         wso_prob: float = WSO_PROB,
         cache_root: str | Path | None = None,
         cache_limit: int = DEFAULT_LIMIT,
+        eval_split: float = 0.0,
+        part: str = "train",
     ) -> None:
         if batch_size < 1:
             raise UsageError(f"batch size must be >= 1, got {batch_size}")
@@ -101,8 +105,16 @@ class ShardDataset:
         if unknown:
             raise UsageError(f"unknown objective(s) {', '.join(unknown)}; known: {OBJECTIVES}")
         self.rank, self.world_size = _rank_and_world(rank, world_size)
+        if not 0.0 <= eval_split < 1.0 or part not in ("train", "eval"):
+            raise UsageError(
+                f"eval_split must be in [0, 1) and part train or eval, got {eval_split}, {part!r}"
+            )
         root = None if cache_root is None else Path(cache_root)
         self.shards = resolve_source(source, manifest, root, cache_limit)
+        if eval_split > 0 or part == "eval":
+            train, held = self.shards.split(eval_split)
+            self.shards = train if part == "train" else held
+        self.part = part
         self.manifest = self.shards.manifest
         self.source = self.shards.location
         self.batch_size = batch_size

@@ -181,8 +181,10 @@ class EpochReader:
     def _read(self, state: _Stream, start: int, length: int) -> Pool:
         pieces: list[tuple[Block, int, int, int, bool]] = []
         for seg in self.plan.segments(start, start + length):
-            first = self.shards.first_index[seg.shard] + seg.start
-            self._read_into(pieces, state, seg.shard, seg.start, seg.stop, first, {seg.shard})
+            lo = self.shards.span(seg.shard)[0]  # plan positions count from the range's start
+            a, b = lo + seg.start, lo + seg.stop
+            first = self.shards.first_index[seg.shard] + a
+            self._read_into(pieces, state, seg.shard, a, b, first, {seg.shard})
         pool = Pool.concat(pieces)
         # Keys for the whole window at once: per batch, the small array ops would cost more.
         pool.keys = sequence_keys_array(self.plan.seed, self.plan.epoch, pool.index)
@@ -250,15 +252,16 @@ class EpochReader:
                 names = ", ".join(self.shards.specs[i].name for i in sorted(tried))
                 raise ShardFormatError(names, "every shard", "damaged: nothing left to read")
             other = self.plan.next_shard(other)
-        size = self.shards.specs[other].sequences
+        lo, hi = self.shards.span(other)  # only the part this set reads (not held out)
+        size = hi - lo
         if size == 0:
             self._substitute(pieces, state, other, start, stop, first_index, tried | {other})
             return
         # Same places in the substitute, wrapping if it is shorter.
         pos = start
         while pos < stop:
-            a = pos % size
-            b = min(size, a + stop - pos)
+            a = lo + pos % size
+            b = min(hi, a + stop - pos)
             index = first_index + pos - start
             self._read_into(pieces, state, other, a, b, index, tried | {other})
             pos += b - a

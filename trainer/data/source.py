@@ -12,7 +12,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -47,10 +47,31 @@ class ShardSet:
     first_index: tuple[int, ...]  # global index of each shard's first sequence
     tokenizer_url: str | None  # tokenizer.json shipped with the shards, if any
     cache: ShardCache | None = None  # where remote shards are kept on local disk
+    # The sequences [lo, hi) of each shard that this set reads (None: all of them).
+    ranges: tuple[tuple[int, int], ...] | None = None
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(s.sequences for s in self.specs)
+        return tuple(hi - lo for lo, hi in map(self.span, range(len(self.specs))))
+
+    def span(self, i: int) -> tuple[int, int]:
+        return self.ranges[i] if self.ranges is not None else (0, self.specs[i].sequences)
+
+    def split(self, share: float) -> tuple[ShardSet, ShardSet]:
+        """(training part, held-out part): the held-out part is the last sequences of each
+        shard, round(share x all) of them in all, spread over the shards in proportion to
+        their sizes (largest remainders first). A function of the shard sizes alone, so
+        the same on every rank, world size and resume; the build shuffled sequences across
+        the corpus, so a shard's tail is a random sample of it."""
+        sizes = np.array([s.sequences for s in self.specs], dtype=np.int64)
+        total = round(share * int(sizes.sum()))
+        exact = sizes * (total / max(1, int(sizes.sum())))
+        held = np.floor(exact).astype(np.int64)
+        order = np.argsort(-(exact - held), kind="stable")
+        held[order[: total - int(held.sum())]] += 1
+        train = tuple((0, int(n - h)) for n, h in zip(sizes, held, strict=True))
+        heldout = tuple((int(n - h), int(n)) for n, h in zip(sizes, held, strict=True))
+        return replace(self, ranges=train), replace(self, ranges=heldout)
 
     def readable_url(self, i: int) -> str:
         """Where shard i is read from: its URL, or its copy in the cache for remote ones
