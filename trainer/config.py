@@ -256,6 +256,9 @@ class TrainConfig:
     # "auto": bf16 autocast on GPU, fp32 on CPU (bf16 matmuls on CPU are slower, not faster).
     precision: str = "auto"
     compile: bool = False
+    # Recompute each encoder layer in the backward pass instead of keeping its activations
+    # (bert-large and roberta-large at long sequences fit where they otherwise do not).
+    grad_checkpointing: bool = False
     tensorboard: bool = True
 
     def __post_init__(self) -> None:

@@ -50,6 +50,7 @@ from clozeworks.trainer.metrics import (
     summarize,
 )
 from clozeworks.trainer.models import build_model
+from clozeworks.trainer.models.bert import Encoder
 from clozeworks.trainer.objectives import check_objectives, objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.preempt import StopSignals
@@ -171,6 +172,9 @@ class _Run:
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
         self.autocast = partial(_autocast, config.precision, d.device)
+        for module in self.model.modules():
+            if isinstance(module, Encoder):
+                module.checkpointing = config.grad_checkpointing
         if config.compile:
             # The encoders carry the FLOPs and have static shapes; the heads index with
             # data-dependent masks, which would only cause graph breaks.

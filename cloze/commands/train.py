@@ -106,6 +106,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
+    p.add_argument(
+        "--grad-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="recompute encoder layers in the backward pass: less memory, ~1/3 more compute",
+    )
     p.add_argument("--num-workers", type=int, help="loader processes per rank (0: in process)")
     p.add_argument("--shuffle-buffer", type=int, help="sequences shuffled together per stream")
     p.add_argument(
@@ -199,6 +205,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "device": args.device,
         "precision": args.precision,
         "compile": args.compile or None,
+        "grad_checkpointing": args.grad_checkpointing,
         "num_workers": args.num_workers,
         "shuffle_buffer": args.shuffle_buffer,
         "verify_shards": args.verify_shards,

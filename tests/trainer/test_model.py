@@ -124,3 +124,43 @@ def test_sentence_heads_have_their_class_counts() -> None:
         inputs[key] = torch.tensor([0, 1, classes - 1])
         out = model(inputs)
         assert out["loss"] > out["mlm_loss"] and int(out[f"{objective}_count"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("family", "objectives", "extra"),
+    [
+        ("bert", ("mlm",), {}),
+        ("roberta", ("mlm",), {"pre_ln": True}),
+        ("albert", ("mlm",), {"embedding_size": 16, "share": "all"}),
+        ("electra", ("mlm", "rtd"), {"embedding_size": 16, "generator_fraction": 0.5}),
+    ],
+)
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients(family, objectives, extra):
+    """Recomputed layers replay the RNG, so even with dropout the gradients are the same."""
+    from clozeworks.trainer.models.bert import Encoder
+
+    results = []
+    for on in (False, True):
+        model = model_for(objectives, family=family, dropout=0.2, **extra).train()
+        encoders = [m for m in model.modules() if isinstance(m, Encoder)]
+        assert encoders
+        for m in encoders:
+            m.checkpointing = on
+        torch.manual_seed(3)
+        saved = []  # what autograd keeps for the backward pass
+
+        def pack(t, saved=saved):
+            saved.append(t.numel())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(batch(), seed=5)
+        out["loss"].backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        results.append((out["loss"].detach(), grads, sum(saved)))
+    (loss_a, grads_a, kept_a), (loss_b, grads_b, kept_b) = results
+    assert kept_b < 0.7 * kept_a, (kept_a, kept_b)  # the layers' activations were not kept
+    assert torch.equal(loss_a, loss_b)
+    assert grads_a.keys() == grads_b.keys() and len(grads_a) > 10
+    for name in grads_a:
+        assert torch.allclose(grads_a[name], grads_b[name], atol=1e-6, rtol=1e-5), name
