@@ -241,6 +241,9 @@ class TrainConfig:
     # shard_cache_gb, so later epochs and resumed runs read them from local disk.
     shard_cache: str | None = None
     shard_cache_gb: float = 20.0
+    # Several shard sets mixed by weight, {source: weight} (TOML: a [mixture] table;
+    # the command line: --data a=0.6,b=0.4); each micro-batch comes from one set.
+    mixture: dict[str, float] | None = None
     # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
     eval_data: str | None = None
     # Or hold out this share of the training shards (run_mlm.py's validation split): the
@@ -273,6 +276,16 @@ class TrainConfig:
         _at_least(self, "", "num_workers", 0)
         _at_least(self, "", "eval_every", 0)
         _between(self, "", "eval_split", 0.0, 0.5)
+        if self.mixture is not None:
+            bad = [
+                k
+                for k, v in self.mixture.items()
+                if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0
+            ]
+            if not self.mixture or bad:
+                raise UsageError(f"mixture weights must be numbers above 0: {bad or 'none'}")
+            if self.eval_split:
+                raise UsageError("eval_split with a mixture: pass eval_data (a held-out set)")
         if self.eval_split and self.eval_data:
             raise UsageError("eval_data and eval_split both name a held-out set; pass one")
         if self.on_error not in ("raise", "skip"):

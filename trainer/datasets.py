@@ -10,6 +10,7 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
+from clozeworks.trainer.data.mixture import MixtureLoader, check_compatible
 from clozeworks.trainer.data.source import ShardSet, resolve_source, tokenizer_files
 from clozeworks.trainer.distributed import Dist
 
@@ -51,6 +52,22 @@ def eval_dataset(config: TrainConfig, data: str, d: Dist, first: Manifest) -> Sh
             "rank(s); hold out more or use a smaller batch"
         )
     return held
+
+
+def mixture_loader(config: TrainConfig, batch_size: int, d: Dist, first: Manifest) -> MixtureLoader:
+    """The loader of `config.mixture`: each set's dataset, one batch kind, drawn by weight."""
+    assert config.mixture
+    sets = [dataset_for(config, src, batch_size, d, first) for src in config.mixture]
+    check_compatible(sets)
+    for ds in sets:
+        if ds.batches_per_epoch() == 0:
+            raise UsageError(
+                f"{ds.source}: {ds.layout.sequences} sequences do not fill one batch of "
+                f"{batch_size} per rank"
+            )
+    pin = d.device.type == "cuda"
+    loaders = [ds.loader(num_workers=config.num_workers, pin_memory=pin) for ds in sets]
+    return MixtureLoader(loaders, list(config.mixture.values()), config.seed, d.rank)
 
 
 def _cache_settings(config: TrainConfig) -> dict[str, Any]:

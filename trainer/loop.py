@@ -39,7 +39,13 @@ from clozeworks.trainer.checkpoint import (
 )
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
-from clozeworks.trainer.datasets import copy_tokenizer, dataset_for, eval_dataset, resolve
+from clozeworks.trainer.datasets import (
+    copy_tokenizer,
+    dataset_for,
+    eval_dataset,
+    mixture_loader,
+    resolve,
+)
 from clozeworks.trainer.distributed import Dist, setup, teardown
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
@@ -389,6 +395,8 @@ class _Run:
     def _loader(self, index: int) -> Any:
         phase = self.phases[index]
         first = self.phases[0].manifest
+        if index == 0 and self.config.mixture:
+            return mixture_loader(self.config, phase.batch_size, self.d, first)
         dataset = dataset_for(self.config, phase.data, phase.batch_size, self.d, first)
         if dataset.batches_per_epoch() == 0:
             raise UsageError(

@@ -27,6 +27,7 @@ from clozeworks.trainer.config import (
     preset,
     settings_from_pairs,
 )
+from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
 from clozeworks.trainer.datasets import resolve
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
@@ -40,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--data",
         metavar="SOURCE",
         help="shard directory or its URL (https://, s3://, gs://), or a list of shards "
-        "('pipe:CMD ... shard-{000000..000009}.tar'); required to train",
+        "('pipe:CMD ... shard-{000000..000009}.tar'), or a mixture by weight "
+        "(wiki=0.6,books=0.4); required to train unless the config has a [mixture]",
     )
     p.add_argument("--output", metavar="DIR", help="run directory (required to train)")
     p.add_argument(
@@ -214,6 +216,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "shard_cache_gb": args.shard_cache_gb,
         "tensorboard": args.tensorboard,
     }
+    if args.data and is_mixture(args.data):
+        top["mixture"] = parse_mixture(args.data)
     if args.objective:
         top["objectives"] = tuple(o.strip() for o in args.objective.split(",") if o.strip())
     if args.phase2_data or args.phase2_step:
@@ -239,13 +243,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return merge(config, changes, "command line")
 
 
-def _fit_to_shards(config: TrainConfig, args: argparse.Namespace) -> TrainConfig:
+def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> TrainConfig:
     """Settings that the shard set decides: refuse dynamic masking flags on pre-masked
     shards, and train a sentence pair set's own objective unless told otherwise."""
-    manifest = resolve(config, args.data).manifest
+    manifest = resolve(config, data).manifest
     if manifest.premask is not None and args.masking:
         raise UsageError(
-            f"--masking {args.masking} cannot take effect: {args.data} is pre-masked "
+            f"--masking {args.masking} cannot take effect: {data} is pre-masked "
             f"({manifest.premask.kind}) and trains with its stored masks"
         )
     untouched = config.objectives == preset(args.preset).objectives and not args.objective
@@ -253,7 +257,7 @@ def _fit_to_shards(config: TrainConfig, args: argparse.Namespace) -> TrainConfig
     if fitted is not config:
         config = fitted
         print(
-            f"objectives: mlm,{manifest.mode} ({args.data} holds {manifest.mode} pairs; "
+            f"objectives: mlm,{manifest.mode} ({data} holds {manifest.mode} pairs; "
             "--objective mlm trains MLM alone)",
             file=sys.stderr,
         )
@@ -265,13 +269,16 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     if args.print_config:
         print(config.to_json(), end="")
         return 0
+    if config.mixture and not args.data:
+        args.data = ",".join(f"{k}={v}" for k, v in config.mixture.items())
     missing = [flag for flag in ("--data", "--output") if not getattr(args, flag[2:])]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
-    config = _fit_to_shards(config, args)
+    data = next(iter(config.mixture)) if config.mixture else args.data
+    config = _fit_to_shards(config, args, data)
     summary = train(
         config,
-        args.data,
+        data,
         Path(args.output),
         resume=args.resume,
         progress=progress_wanted(args),
