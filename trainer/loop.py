@@ -412,17 +412,23 @@ class _Run:
         if saved is None:
             return None, None
         ranks = saved["ranks"]
-        if len(ranks) != self.d.world_size:
-            raise UsageError(
-                f"{self.run}: the checkpoint was written by {len(ranks)} rank(s); resume "
-                f"with the same number of processes (not {self.d.world_size})"
+        if len(ranks) != self.d.world_size and self.d.main:
+            # The loader state is the same on every rank; the loader deals the rest of the
+            # epoch to the new ranks (each sequence still read once). Dropout streams and
+            # the global batch size change with the number of ranks.
+            print(
+                f"resume: the checkpoint was written by {len(ranks)} rank(s), this run has "
+                f"{self.d.world_size}: the rest of the epoch is dealt to the new ranks",
+                file=sys.stderr,
             )
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state.load_state_dict(saved["train"])
         if "window" in saved:  # checkpoints before the window was saved start a new one
             self.window.load_state_dict(saved["window"])
-        mine = ranks[self.d.rank]
+        mine = ranks[self.d.rank % len(ranks)]
         set_rng_state(mine["rng"])
+        if len(ranks) != self.d.world_size:  # ranks past the saved ones: their own stream
+            torch.manual_seed(mix_seed(self.config.seed, self.d.rank, self.state.step, 0xE1))
         return int(saved["phase"]), mine["loader"]
 
     def _newest_intact(self) -> dict[str, Any] | None:

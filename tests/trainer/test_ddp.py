@@ -93,3 +93,35 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
         assert torch.allclose(tensor, ours[name], atol=1e-5, rtol=1e-4), name
     for record, loss in zip(records, losses, strict=True):
         assert abs(record["loss"] - loss) <= 1e-5 * loss
+
+
+def torchrun(nproc: int, args: list[str]) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc-per-node", str(nproc), "-m", "cloze", "train", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_run_resumes_on_another_number_of_processes(nsp_shards, tmp_path) -> None:
+    """2 -> 1 and 1 -> 2 gloo processes; each sequence of the interrupted epoch is read
+    once (the loader's elastic resume, tests/trainer/data/test_elastic.py), and the run
+    goes on from the checkpoint's step."""
+    config_file = tmp_path / "ddp.toml"
+    config_file.write_text(SETTINGS.replace("max_steps = 6", "max_steps = 8"), encoding="utf-8")
+    for first, second in ((2, 1), (1, 2)):
+        run = tmp_path / f"run{first}{second}"
+        args = ["--data", str(nsp_shards), "--output", str(run), "--config", str(config_file)]
+        args += ["--no-progress"]
+        done = torchrun(first, [*args, "--max-steps", "3"])
+        assert done.returncode == 0, done.stderr[-3000:]
+        done = torchrun(second, [*args, "--resume"])
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"written by {first} rank(s), this run has {second}" in done.stderr
+        records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in records] == list(range(1, 9))
+        state = json.loads((run / "step-0000008" / "state.json").read_text())
+        assert len(state["ranks"]) == second
+        loader = state["ranks"][0]["loader"]
+        # Still in the epoch the first run began: its layout is the history.
+        assert [h["world_size"] for h in loader["history"]] == [first]
+        assert loader["history"][0]["batches"] == 3

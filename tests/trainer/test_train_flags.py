@@ -48,7 +48,7 @@ def test_every_setting_of_the_toml_is_a_flag(capsys) -> None:
     parser = build_parser(["train"])
     (sub,) = [a for a in parser._actions if a.dest == "command"]
     flags = {o for a in sub.choices["train"]._actions for o in a.option_strings}
-    spelled = {"objectives": "--objective", "phase2": "--phase2-data"}
+    spelled = {"objectives": "--objective", "phase2": "--phase2-data", "mixture": "--data"}
     sections = {"model", "optim", "masking"}  # each field through --set SECTION.NAME=...
     for f in fields(TrainConfig):
         if f.name not in sections:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
-from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout
+from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
 from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
 from clozeworks.trainer.data.source import Source, mask_tables, resolve_source
 from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
@@ -183,8 +184,16 @@ class ShardDataset:
         """Batches every rank yields per epoch (the same on every rank)."""
         return self.layout.batches_per_rank()
 
-    def plan(self, epoch: int) -> EpochPlan:
-        return EpochPlan(self.layout, self.seed, epoch, self.rank)
+    def plan_with(self, layout: Layout, epoch: int, history: Stages = ()) -> EpochPlan:
+        """Rank 0's plan of `epoch` under another layout of these shards."""
+        positions = _remaining(self.layout.sizes, self.seed, epoch, history) if history else None
+        return EpochPlan(layout, self.seed, epoch, 0, positions)
+
+    def plan(self, epoch: int, history: Stages = ()) -> EpochPlan:
+        """This rank's plan of `epoch`; after `history` (runs with other layouts that began
+        the epoch), the plan of the sequences they left."""
+        positions = _remaining(self.layout.sizes, self.seed, epoch, history) if history else None
+        return EpochPlan(self.layout, self.seed, epoch, self.rank, positions)
 
 
 def _rank_and_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -207,9 +216,16 @@ class _EpochBatches(IterableDataset[Bundle | list[Item]]):
     sends them in bundles (`trainer.data.transport`); in the calling process, one by one."""
 
     def __init__(
-        self, dataset: ShardDataset, epoch: int, start: int, knowledge: Knowledge, mask: bool
+        self,
+        dataset: ShardDataset,
+        epoch: int,
+        start: int,
+        knowledge: Knowledge,
+        mask: bool,
+        history: Stages = (),
     ) -> None:
         self.dataset = dataset
+        self.history = history
         self.epoch = epoch
         self.start = start
         self.knowledge = knowledge
@@ -233,7 +249,7 @@ class _EpochBatches(IterableDataset[Bundle | list[Item]]):
 
     def _items(self, worker: int, workers: int) -> Iterator[Item]:
         ds = self.dataset
-        plan = ds.plan(self.epoch)
+        plan = ds.plan(self.epoch, self.history)
         reader = EpochReader(ds.shards, plan, self.knowledge, ds.verify, ds.on_error)
         pad, mode = ds.manifest.special_tokens["pad"], ds.manifest.mode
         try:
@@ -285,12 +301,20 @@ class ShardLoader:
         self.prefetch_factor = prefetch_factor
         self.epoch = 0
         self.batches = 0  # batches already yielded in the current epoch
+        # Runs with other layouts (world sizes) that began the current epoch, each with the
+        # batches every rank of it took: this epoch reads what they left (elastic resume).
+        self.history: Stages = ()
         self.knowledge = Knowledge()
         self._reported: set[tuple[str, str]] = set()
         self.counters = {"damaged_shards": 0, "substituted_sequences": 0, "verified_shards": 0}
 
     def __len__(self) -> int:
         return self.dataset.batches_per_epoch()
+
+    def _epoch_batches(self) -> int:
+        if not self.history:
+            return self.dataset.batches_per_epoch()
+        return self.dataset.plan(self.epoch, self.history).batches
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         ds = self.dataset
@@ -299,11 +323,11 @@ class ShardLoader:
                 f"{ds.source}: {ds.layout.sequences} sequences do not fill one batch of "
                 f"{ds.batch_size} on each of {ds.world_size} rank(s)"
             )
-        if self.batches >= ds.batches_per_epoch():
-            self.epoch, self.batches = self.epoch + 1, 0
-        epoch = self.epoch
+        if self.batches >= self._epoch_batches():
+            self.epoch, self.batches, self.history = self.epoch + 1, 0, ()
+        epoch, history, expected = self.epoch, self.history, self._epoch_batches()
         mask_here = self.mask_device is not None
-        source = _EpochBatches(ds, epoch, self.batches, self.knowledge, mask=not mask_here)
+        source = _EpochBatches(ds, epoch, self.batches, self.knowledge, not mask_here, history)
         bundles: Iterator[Bundle | list[Item]]
         if self.num_workers == 0:
             bundles = iter(source)
@@ -341,11 +365,11 @@ class ShardLoader:
             if close is not None:
                 close()
             del bundles
-        if pending or self.batches != ds.batches_per_epoch():
+        if pending or self.batches != expected:
             raise RuntimeError(
-                f"loader ended epoch {epoch} at batch {self.batches} of {ds.batches_per_epoch()}"
+                f"loader ended epoch {epoch} at batch {self.batches} of {expected}"
             )  # a bug, not bad input
-        self.epoch, self.batches = epoch + 1, 0
+        self.epoch, self.batches, self.history = epoch + 1, 0, ()
 
     def _absorb(self, item: Item) -> None:
         # Several workers may report the same shard; count and warn once.
@@ -376,16 +400,21 @@ class ShardLoader:
             "version": STATE_VERSION,
             "epoch": self.epoch,
             "batches": self.batches,
+            "history": [_stage_to_dict(layout, taken) for layout, taken in self.history],
             "seed": ds.seed,
             "layout": ds.layout.to_dict(),
             "counters": dict(self.counters),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume where `state` was taken. Mid-epoch, the settings that decide the batch
-        order (shards, batch size, world size, streams, shuffle window, bucketing) must be
-        the ones the state was saved with, or this raises UsageError; at an epoch boundary
-        any settings resume exactly. The number of workers never matters."""
+        """Resume where `state` was taken, with any number of workers. Mid-epoch with the
+        same order settings (shards, batch size, world size, streams, shuffle window,
+        bucketing) it yields exactly the batches the saved loader would have. With another
+        world size, batch size, streams or window (an elastic resume), the rest of the
+        epoch is the sequences no rank of the saved run read, dealt to this layout: every
+        sequence of the epoch is still read once. A different shard set, or bucketing in
+        the saved run (its order depends on lengths), is refused mid-epoch; at an epoch
+        boundary any settings resume."""
         ds = self.dataset
         if state.get("seed") != ds.seed:
             raise UsageError(
@@ -394,18 +423,59 @@ class ShardLoader:
         epoch, batches = int(state["epoch"]), int(state["batches"])
         saved = state.get("layout")
         current = ds.layout.to_dict()
+        history = tuple(_stage_from_dict(ds.layout, h) for h in state.get("history", []))
         if batches > 0 and saved != current:
-            if saved is not None and batches >= _batches_of(saved):
-                epoch, batches = epoch + 1, 0  # saved after the last batch of an epoch
+            saved_layout = None if saved is None else _layout_from_dict(ds.layout, saved)
+            done = (
+                saved_layout is not None
+                and batches >= ds.plan_with(saved_layout, epoch, history).batches
+            )
+            if done:
+                epoch, batches, history = epoch + 1, 0, ()  # saved after an epoch's last batch
+            elif saved_layout is not None and _elastic(saved, current):
+                history, batches = (*history, (saved_layout, batches)), 0
             else:
                 raise UsageError(_layout_mismatch(saved, current, epoch, batches))
-        self.epoch, self.batches = epoch, batches
+        self.epoch, self.batches, self.history = epoch, batches, history
         self.counters.update(state.get("counters", {}))
 
 
-def _batches_of(layout: dict[str, Any]) -> int:
-    per_rank = int(layout["sequences"]) // int(layout["world_size"])
-    return per_rank // int(layout["batch_size"])
+Stages = tuple[tuple[Layout, int], ...]
+_REMAINING: dict[tuple[Any, ...], Any] = {}
+
+
+def _remaining(sizes: tuple[int, ...], seed: int, epoch: int, history: Stages) -> Any:
+    """`plan.remaining_positions`, kept per process (workers and the trainer ask often)."""
+    key = (sizes, seed, epoch, history)
+    if key not in _REMAINING:
+        _REMAINING.clear()
+        _REMAINING[key] = remaining_positions(sizes, seed, epoch, list(history))
+    return _REMAINING[key]
+
+
+def _elastic(saved: dict[str, Any], current: dict[str, Any]) -> bool:
+    same_data = all(saved.get(k) == current.get(k) for k in ("shards", "sequences"))
+    return same_data and not saved.get("bucketing")
+
+
+def _stage_to_dict(layout: Layout, taken: int) -> dict[str, Any]:
+    return {**layout.to_dict(), "batches": taken}
+
+
+def _stage_from_dict(base: Layout, data: dict[str, Any]) -> tuple[Layout, int]:
+    return _layout_from_dict(base, data), int(data["batches"])
+
+
+def _layout_from_dict(base: Layout, data: dict[str, Any]) -> Layout:
+    """A saved layout over this dataset's shards (checked equal by count and total)."""
+    return replace(
+        base,
+        batch_size=int(data["batch_size"]),
+        world_size=int(data["world_size"]),
+        streams=int(data["streams"]),
+        window=int(data["window"]),
+        bucketing=bool(data.get("bucketing", False)),
+    )
 
 
 def _layout_mismatch(

@@ -78,19 +78,33 @@ class Segment:
 
 
 class EpochPlan:
-    """One rank's epoch: where each of its batches comes from."""
+    """One rank's epoch: where each of its batches comes from.
 
-    def __init__(self, layout: Layout, seed: int, epoch: int, rank: int) -> None:
+    `positions` (sorted epoch positions) restricts the epoch to those sequences: the rest
+    of an epoch that a run with another world size began (`remaining_positions`). Plan
+    index i then stands for epoch position positions[i]; everything else is the same.
+    """
+
+    def __init__(
+        self,
+        layout: Layout,
+        seed: int,
+        epoch: int,
+        rank: int,
+        positions: np.ndarray | None = None,
+    ) -> None:
         if not 0 <= rank < layout.world_size:
             raise ValueError(f"rank {rank} is outside world size {layout.world_size}")
         self.layout = layout
         self.seed = seed
         self.epoch = epoch
+        self.positions = positions
         self.order = shard_order(seed, epoch, len(layout.sizes))
         sizes = np.asarray(layout.sizes, dtype=np.int64)[self.order]
         self.ends = np.cumsum(sizes)  # epoch position after each shard in `order`
-        self.batches = layout.batches_per_rank()
-        per_rank = layout.sequences // layout.world_size
+        count = layout.sequences if positions is None else len(positions)
+        self.batches = count // layout.world_size // layout.batch_size
+        per_rank = count // layout.world_size
         b, n = layout.batch_size, layout.streams
         counts = np.array([self.batches // n + (s < self.batches % n) for s in range(n)])
         self.stream_batches = counts
@@ -111,6 +125,27 @@ class EpochPlan:
         return w, int(self.stream_start[stream]) + start, min(size, total - start)
 
     def segments(self, start: int, stop: int) -> list[Segment]:
+        """The shard ranges that plan indices [start, stop) fall in, in order."""
+        if self.positions is None:
+            return self._segments(start, stop)
+        chosen = self.positions[start:stop]
+        breaks = np.flatnonzero(np.diff(chosen) != 1) + 1
+        out: list[Segment] = []
+        for run in np.split(chosen, breaks):
+            if len(run):
+                out.extend(self._segments(int(run[0]), int(run[-1]) + 1))
+        return out
+
+    def batch_positions(self, j: int) -> np.ndarray:
+        """The epoch positions of batch j (without reading anything: no bucketing)."""
+        stream, q = self.locate(j)
+        w, start, length = self.window_of(stream, q)
+        order = self.window_order(start, np.zeros(length, dtype=np.int64))
+        first = q * self.layout.batch_size - w * self.layout.window
+        picked = start + order[first : first + self.layout.batch_size]
+        return picked if self.positions is None else self.positions[picked]
+
+    def _segments(self, start: int, stop: int) -> list[Segment]:
         """The shard ranges that epoch positions [start, stop) fall in, in order."""
         out: list[Segment] = []
         pos = start
@@ -146,3 +181,29 @@ class EpochPlan:
 
 def shard_order(seed: int, epoch: int, n: int) -> np.ndarray:
     return np.random.default_rng([seed, epoch, 0x5EED]).permutation(n)
+
+
+def remaining_positions(
+    layout_sizes: tuple[int, ...],
+    seed: int,
+    epoch: int,
+    history: list[tuple[Layout, int]],
+) -> np.ndarray:
+    """The epoch positions not yet read after the runs in `history`, each (its layout,
+    batches every rank of it had taken): the rest of an epoch, for a run that resumes
+    with another world size. Sorted. Needs no reading (bucketing is refused earlier:
+    its order depends on sequence lengths)."""
+    positions: np.ndarray | None = None
+    for layout, taken in history:
+        total = sum(layout_sizes) if positions is None else len(positions)
+        used = np.zeros(total, dtype=bool)
+        for rank in range(layout.world_size):
+            plan = EpochPlan(layout, seed, epoch, rank, positions)
+            for j in range(min(taken, plan.batches)):
+                picked = plan.batch_positions(j)
+                index = picked if positions is None else np.searchsorted(positions, picked)
+                used[index] = True
+        base = np.arange(total, dtype=np.int64) if positions is None else positions
+        positions = base[~used]
+    assert positions is not None
+    return positions
