@@ -262,6 +262,9 @@ class TrainConfig:
     # Recompute each encoder layer in the backward pass instead of keeping its activations
     # (bert-large and roberta-large at long sequences fit where they otherwise do not).
     grad_checkpointing: bool = False
+    # Under torchrun: shard parameters, gradients and optimizer state over the ranks (FSDP2)
+    # instead of DDP's whole copy per rank (trainer/sharding.py).
+    fsdp: bool = False
     tensorboard: bool = True
 
     def __post_init__(self) -> None:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
-from clozeworks.trainer import init_from
+from clozeworks.trainer import init_from, sharding
 from clozeworks.trainer.checkpoint import (
     DamagedCheckpoint,
     committed_steps,
@@ -174,6 +174,9 @@ class _Run:
         self.model = build_model(config).to(d.device)
         # Model weights come from `seed` alone; dropout differs per rank.
         torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
+        self.fsdp = config.fsdp and d.active
+        if self.fsdp:  # before the optimizer: it must hold the sharded parameters
+            sharding.shard(self.model, Encoder)
         self.optimizer = build_optimizer(self.model, config.optim, d.device)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
@@ -191,7 +194,7 @@ class _Run:
         self.signals = StopSignals()
         self._stop_now = False
         self.window = Window()
-        if d.active:
+        if d.active and not self.fsdp:
             ids = [d.device.index] if d.device.type == "cuda" else None
             self.step_model = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
 
@@ -245,7 +248,12 @@ class _Run:
         )
 
     def _init_weights(self, source: str) -> None:
-        report = init_from.load_weights(self.model, self.config, source)
+        if self.fsdp:  # load whole weights into a plain copy, then scatter the shards
+            plain = build_model(self.config)
+            report = init_from.load_weights(plain, self.config, source)
+            sharding.load_full(self.model, None, plain.state_dict(), None)
+        else:
+            report = init_from.load_weights(self.model, self.config, source)
         report.notes += self.init_notes
         if self.d.main:
             print(report.line(), file=sys.stderr)
@@ -327,8 +335,10 @@ class _Run:
         outputs = []
         for i, batch in enumerate(micro):
             last = i == len(micro) - 1
-            sync = contextlib.nullcontext()
-            if d.active and not last:
+            sync: Any = contextlib.nullcontext()
+            if self.fsdp:
+                sharding.set_gradient_sync(self.model, last)
+            elif d.active and not last:
                 sync = self.step_model.no_sync()  # type: ignore[operator]
             with sync:
                 with self.autocast():
@@ -342,7 +352,7 @@ class _Run:
                 loss.backward()  # type: ignore[union-attr]
             outputs.append(out)
         clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        grad_norm = sharding.as_float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         sums = step_sums(outputs)
         sums["sequences"] = float(sum(b["input_ids"].shape[0] for b in micro))
         sums["tokens"] = float(sum(int(b["attention_mask"].sum()) for b in micro))
@@ -438,7 +448,7 @@ class _Run:
         for step in reversed(steps):
             path = step_dir(self.run, step)
             try:
-                state = load_intact(path, self.model, self.optimizer)
+                state = self._load(path)
             except DamagedCheckpoint as err:
                 problem = str(err)
             else:
@@ -452,8 +462,34 @@ class _Run:
             raise BadInputError(f"{self.run}: no intact checkpoint among {len(steps)} committed")
         return None
 
+    def _load(self, path: Path) -> dict[str, Any]:
+        """Weights and optimizer of a committed step (checked first); its state.json."""
+        sharded = _optimizer_format(path) == sharding.OPTIMIZER_FORMAT
+        if sharded != self.fsdp:
+            how = (
+                "by an --fsdp run; resume with --fsdp under torchrun"
+                if sharded
+                else ("without --fsdp; resume without it")
+            )
+            raise UsageError(f"{path}: written {how}")
+        if not self.fsdp:
+            return load_intact(path, self.model, self.optimizer)
+        plain = build_model(self.config)
+        state = load_intact(path, plain, None)
+        optim = torch.load(path / "optimizer.pt", weights_only=True)
+        sharding.load_full(self.model, self.optimizer, plain.state_dict(), optim)
+        return state
+
     def _save(self, phase_index: int, loader: Any) -> Path | None:
         ranks = self.d.gather_json({"loader": loader.state_dict(), "rng": rng_state()})
+        model: nn.Module = self.model
+        optimizer: Any = self.optimizer
+        if self.fsdp:  # every rank takes part; rank 0 receives the whole and writes it
+            weights, optim = sharding.full_state(self.model, self.optimizer)
+            if self.d.main:
+                model = build_model(self.config)
+                model.load_state_dict(weights)
+                optimizer = _Saved(optim)
         if not self.d.main:
             return None
         state = {
@@ -463,9 +499,29 @@ class _Run:
             "phase": phase_index,
             "ranks": ranks,
         }
+        if self.fsdp:
+            state["optimizer_format"] = sharding.OPTIMIZER_FORMAT
         return save_checkpoint(
-            self.run, self.state.step, self.model, self.optimizer, state, keep=self.config.keep
+            self.run, self.state.step, model, optimizer, state, keep=self.config.keep
         )
+
+
+def _optimizer_format(path: Path) -> str | None:
+    try:
+        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # load_intact names the damage
+    return state.get("optimizer_format") if isinstance(state, dict) else None
+
+
+class _Saved:
+    """An optimizer state gathered by FSDP, in the shape `save_checkpoint` writes."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.state
 
 
 def _phases(config: TrainConfig, data: str) -> list[Phase]:

@@ -109,6 +109,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
     p.add_argument(
+        "--fsdp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="under torchrun: shard weights, gradients and optimizer state over the "
+        "processes (FSDP) instead of a whole copy per process (DDP)",
+    )
+    p.add_argument(
         "--grad-checkpointing",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -208,6 +215,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "precision": args.precision,
         "compile": args.compile or None,
         "grad_checkpointing": args.grad_checkpointing,
+        "fsdp": args.fsdp,
         "num_workers": args.num_workers,
         "shuffle_buffer": args.shuffle_buffer,
         "verify_shards": args.verify_shards,

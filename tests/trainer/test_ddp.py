@@ -9,6 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -125,3 +126,52 @@ def test_a_run_resumes_on_another_number_of_processes(nsp_shards, tmp_path) -> N
         # Still in the epoch the first run began: its layout is the history.
         assert [h["world_size"] for h in loader["history"]] == [first]
         assert loader["history"][0]["batches"] == 3
+
+
+FAMILIES = {
+    "bert": "",
+    "roberta": 'family = "roberta"\ntype_vocab_size = 0\n',
+    "albert": 'family = "albert"\nembedding_size = 16\nshare = "all"\n',
+    "electra": 'family = "electra"\nembedding_size = 16\ngenerator_fraction = 0.5\n',
+}
+
+
+def fsdp_against_ddp(family: str, shards: Path, tmp_path: Path) -> None:
+    """Two processes with --fsdp reach the weights two DDP processes reach (same global
+    batch, same initial weights), through a checkpoint and a resume."""
+    objectives = {"roberta": '["mlm"]', "electra": '["mlm", "rtd"]'}.get(family, '["mlm", "nsp"]')
+    text = SETTINGS.replace('objectives = ["mlm", "nsp"]', f"objectives = {objectives}")
+    text = text.replace("[model]\n", "[model]\n" + FAMILIES[family])
+    config_file = tmp_path / f"{family}.toml"
+    config_file.write_text(text, encoding="utf-8")
+    runs = {}
+    for name, extra in (("ddp", []), ("fsdp", ["--fsdp"])):
+        run = tmp_path / f"{family}-{name}"
+        args = ["--data", str(shards), "--output", str(run), "--config", str(config_file)]
+        args += ["--no-progress", "--objective", objectives.strip("[]").replace('"', "")]
+        args = [a.replace(" ", "") for a in args]
+        done = torchrun(2, [*args, *extra, "--max-steps", "3"])
+        assert done.returncode == 0, done.stderr[-3000:]
+        done = torchrun(2, [*args, *extra, "--max-steps", "5", "--resume"])
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = load_file(run / "step-0000005" / "model.safetensors")
+    assert runs["ddp"].keys() == runs["fsdp"].keys()
+    for key, tensor in runs["ddp"].items():
+        assert torch.allclose(tensor, runs["fsdp"][key], atol=1e-5, rtol=1e-4), key
+
+
+def test_fsdp_trains_resumes_and_matches_ddp(nsp_shards, tmp_path, capsys) -> None:
+    fsdp_against_ddp("bert", nsp_shards, tmp_path)
+    # Its optimizer state is keyed by name: a run without --fsdp says so, not "damaged".
+    from clozeworks.cli import main
+
+    args = ["train", "--data", str(nsp_shards), "--output", str(tmp_path / "bert-fsdp")]
+    args += ["--config", str(tmp_path / "bert.toml"), "--max-steps", "6", "--resume"]
+    assert main([*args, "--objective", "mlm,nsp"]) == 2
+    assert "written by an --fsdp run; resume with --fsdp" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["roberta", "albert", "electra"])
+def test_fsdp_matches_ddp_for_every_family(family, nsp_shards, tmp_path) -> None:
+    fsdp_against_ddp(family, nsp_shards, tmp_path)
