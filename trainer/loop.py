@@ -486,9 +486,10 @@ class _Run:
         optimizer: Any = self.optimizer
         if self.fsdp:  # every rank takes part; rank 0 receives the whole and writes it
             weights, optim = sharding.full_state(self.model, self.optimizer)
-            if self.d.main:
-                model = build_model(self.config)
-                model.load_state_dict(weights)
+            if self.d.main:  # a model around the gathered tensors, not a copy of them
+                with torch.device("meta"):
+                    model = build_model(self.config)
+                model.load_state_dict(weights, assign=True)
                 optimizer = _Saved(optim)
         if not self.d.main:
             return None
