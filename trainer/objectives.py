@@ -96,8 +96,8 @@ class SpanBoundaryHead(nn.Module):
         """Logits [N, V] for the predicted positions, in row-major order.
 
         Span boundaries and offsets come from the loader's `sbo_left_positions`,
-        `sbo_right_positions` and `sbo_offsets` (spans of one masking unit); without them,
-        a span is a maximal run of predicted positions.
+        `sbo_right_positions` and `sbo_offsets`; without them, the same spans are found
+        here: a span is a maximal run of predicted positions.
         """
         rows = torch.nonzero(predict, as_tuple=True)  # N predicted positions
         if batch is not None and SBO_LEFT in batch:

@@ -19,7 +19,8 @@ How positions are chosen (all kinds):
    of the budget goes to later units that fit (first fit, as BERT's
    create_pretraining_data.py does), so a cap equal to the budget does not lower the share.
 4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%) or stays
-   (10%); decided per token, except `span`, where SpanBERT decides per span.
+   (10%); decided per token, except `span`, where SpanBERT decides once per maximal run of
+   masked positions (touching spans are merged first, as its `merge_intervals` does).
 """
 
 from __future__ import annotations
@@ -358,9 +359,9 @@ def mask_tokens(
         )
         masked = masked if cut is None else masked | cut
 
-    # 80/10/10, per token or (span) per unit, drawn only where a position is predicted.
+    # 80/10/10, per token or (span) per run, drawn only where a position is predicted.
     rows, cols = masked.nonzero(as_tuple=True)  # [M]
-    counter = units[rows, cols] if settings.kind == "span" else cols
+    counter = run_starts(masked)[rows, cols] if settings.kind == "span" else cols
     r = to_unit_interval(_pair_bits(stream[rows, 2], counter))  # [M]
     to_mask = r < settings.mask_ratio
     to_random = ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
@@ -375,6 +376,17 @@ def mask_tokens(
     # 1 [MASK], 2 random, 3 kept
     action[rows, cols] = 3 - to_mask.to(torch.int8) * 2 - to_random.to(torch.int8)
     return MaskResult(input_ids=out, labels=labels, masked=masked, unit_ids=units, action=action)
+
+
+def run_starts(masked: torch.Tensor) -> torch.Tensor:
+    """[B, L]: where the maximal run of masked positions each position is in starts (-1
+    before the first run). SpanBERT merges touching spans into one (`merge_intervals` in
+    its masking.py) and decides [MASK] / random / kept once per merged span."""
+    length = masked.shape[1]
+    positions = torch.arange(length, device=masked.device).expand_as(masked)
+    begins = masked.clone()
+    begins[:, 1:] &= ~masked[:, :-1]
+    return torch.where(begins, positions, -1).cummax(1).values
 
 
 def pad_batch(

@@ -10,7 +10,8 @@ Fields added to a batch (all [B, L], see docs/design.md "Batches"):
 - `labels`: original id where MLM predicts, -100 elsewhere.
 - SBO (`sbo`): `sbo_left_positions` / `sbo_right_positions`, the positions of the
   tokens just outside the masked span each predicted token is in (x_{s-1}, x_{e+1} in
-  the SpanBERT paper), and `sbo_offsets`, the token's 0-based offset in its span; 0 where
+  the SpanBERT paper; touching spans are one span, as SpanBERT merges them, so these are
+  never masked), and `sbo_offsets`, the token's 0-based offset in its span; 0 where
   nothing is predicted.
 - WSO (`wso`): StructBERT shuffles some trigrams of unmasked tokens in `input_ids`;
   `wso_labels` holds the original id at each shuffled position (the paper's
@@ -62,7 +63,7 @@ class BatchMasker:
         batch["input_ids"] = result.input_ids
         batch["labels"] = result.labels
         if self.sbo:
-            left, right, offsets = span_boundaries(result.masked, result.unit_ids)
+            left, right, offsets = span_boundaries(result.masked)
             batch["sbo_left_positions"] = left
             batch["sbo_right_positions"] = right
             batch["sbo_offsets"] = offsets
@@ -89,16 +90,15 @@ class BatchMasker:
         return self._on_device[key]
 
 
-def span_boundaries(
-    masked: torch.Tensor, units: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def span_boundaries(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """For every predicted token: (left boundary position, right boundary position, offset
-    in its span); 0 elsewhere. A span is a maximal run of predicted positions of one unit.
-    masked [B, L] bool, units [B, L] from `MaskResult.unit_ids`."""
+    in its span); 0 elsewhere. A span is a maximal run of predicted positions: SpanBERT
+    merges touching spans before taking the tokens just outside them (`merge_intervals`,
+    external endpoints), so a boundary token is never itself masked. masked [B, L] bool."""
     b, length = masked.shape
     pos = torch.arange(length, device=masked.device).expand(b, length)
     joins_left = torch.zeros_like(masked)
-    joins_left[:, 1:] = masked[:, 1:] & masked[:, :-1] & (units[:, 1:] == units[:, :-1])
+    joins_left[:, 1:] = masked[:, 1:] & masked[:, :-1]
     joins_right = torch.zeros_like(masked)
     joins_right[:, :-1] = joins_left[:, 1:]
     start = torch.cummax(torch.where(masked & ~joins_left, pos, -1), 1).values  # [B, L]

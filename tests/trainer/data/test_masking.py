@@ -24,29 +24,43 @@ def rows(n=500, length=128, seed=0):
 
 def test_span_boundaries_of_a_known_row() -> None:
     masked = torch.tensor([[0, 1, 1, 1, 0, 1, 1, 0]], dtype=torch.bool)
-    units = torch.tensor([[0, 1, 1, 2, 3, 4, 4, 5]])  # two spans touch at 2|3: two spans
-    left, right, offsets = span_boundaries(masked, units)
-    assert left.tolist() == [[0, 0, 0, 2, 0, 4, 4, 0]]
-    assert right.tolist() == [[0, 3, 3, 4, 0, 7, 7, 0]]
-    assert offsets.tolist() == [[0, 0, 1, 0, 0, 0, 1, 0]]
+    left, right, offsets = span_boundaries(masked)  # touching spans are one span
+    assert left.tolist() == [[0, 0, 0, 0, 0, 4, 4, 0]]
+    assert right.tolist() == [[0, 4, 4, 4, 0, 7, 7, 0]]
+    assert offsets.tolist() == [[0, 0, 1, 2, 0, 0, 1, 0]]
 
 
-def test_span_boundaries_lie_just_outside_every_real_span() -> None:
+def merge_intervals(intervals):
+    """SpanBERT's merge_intervals (pretraining/fairseq/data/masking.py), as published."""
+    merged = []
+    for interval in sorted(intervals, key=lambda x: x[0]):
+        if not merged or merged[-1][1] + 1 < interval[0]:
+            merged.append(list(interval))
+        else:
+            merged[-1][1] = max(merged[-1][1], interval[1])
+    return merged
+
+
+def test_span_boundaries_are_spanbert_s_external_endpoints_never_masked() -> None:
+    """SpanBERT's span_masking merges the sampled spans and takes [start - 1, end + 1] of
+    each merged span as its SBO pair target: the same positions, from the same masks."""
     ids, attention, keys, tables = rows()
     r = mask_tokens(ids, attention, keys, tables, MaskingSettings(kind="span"))
-    left, right, offsets = span_boundaries(r.masked, r.unit_ids)
+    left, right, offsets = span_boundaries(r.masked)
     b, i = r.masked.nonzero(as_tuple=True)
-    lo, hi = left[b, i], right[b, i]
-    assert (lo < i).all() and (hi > i).all() and torch.equal(offsets[b, i], i - lo - 1)
-    # everything strictly between the boundaries is masked and of one unit
-    for row, pos in list(zip(b.tolist(), i.tolist(), strict=True))[:3000:7]:
-        inside = slice(int(left[row, pos]) + 1, int(right[row, pos]))
-        assert r.masked[row, inside].all()
-        assert (r.unit_ids[row, inside] == r.unit_ids[row, pos]).all()
-    # and the boundaries themselves are not in that span
-    outside_l = ~r.masked[b, lo] | (r.unit_ids[b, lo] != r.unit_ids[b, i])
-    outside_r = ~r.masked[b, hi] | (r.unit_ids[b, hi] != r.unit_ids[b, i])
-    assert outside_l.all() and outside_r.all()
+    assert not r.masked[b, left[b, i]].any() and not r.masked[b, right[b, i]].any()
+    assert torch.equal(offsets[b, i], i - left[b, i] - 1)
+    for row in range(0, ids.shape[0], 5):
+        # the units (spans as sampled) of this row, as intervals, merged as SpanBERT does
+        units = r.unit_ids[row][r.masked[row]].tolist()
+        pos = r.masked[row].nonzero().flatten().tolist()
+        spans: dict[int, list[int]] = {}
+        for u, p in zip(units, pos, strict=True):
+            spans.setdefault(u, [p, p])[1] = p
+        for start, end in merge_intervals(list(spans.values())):
+            assert left[row, start] == start - 1 and right[row, end] == end + 1
+            # one 80/10/10 decision per merged span, as span_masking draws `rand` once
+            assert len(set(r.action[row, start : end + 1].tolist())) == 1
 
 
 def test_word_structure_shuffles_five_percent_of_free_trigrams() -> None:
