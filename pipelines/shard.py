@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from clozeworks.corpus.shards.blocks import (
 from clozeworks.corpus.shards.instances import SequenceBatch, Specials
 from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
+from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE, read_token_counts
 from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.coders import ArraysCoder
@@ -236,13 +238,15 @@ class MaskSpec:
     word_start: tuple[bool, ...]
     mask_id: int
     pad_id: int
+    counts: tuple[int, ...] | None = None  # token_counts.json, for replacements by frequency
 
     def masker(self) -> StaticMasker:
         from clozeworks.corpus.shards.masking import MaskTables
         from clozeworks.corpus.shards.premask import StaticMasker
 
+        counts = None if self.counts is None else list(self.counts)
         tables = MaskTables.build(
-            self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id
+            self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id, counts
         )
         return StaticMasker(tables, self.settings, self.seed, self.pad_id)
 
@@ -302,6 +306,13 @@ def _mask_spec(config: ShardConfig, info: TokenizerInfo) -> MaskSpec | None:
     settings = config.masking()
     if settings is None:
         return None
+    counts = read_token_counts(info.path, info.vocab_size)
+    if settings.draws_by_frequency and counts is None:
+        print(
+            f"premask: {info.path} has no {TOKEN_COUNTS_FILE} (cloze vocab writes one); "
+            "random replacements are drawn uniformly, not by corpus frequency",
+            file=sys.stderr,
+        )
     return MaskSpec(
         settings=settings,
         seed=config.seed,
@@ -310,6 +321,7 @@ def _mask_spec(config: ShardConfig, info: TokenizerInfo) -> MaskSpec | None:
         word_start=tuple(info.word_start_table()),
         mask_id=info.special_ids["mask"],
         pad_id=info.special_ids["pad"],
+        counts=None if counts is None else tuple(counts),
     )
 
 

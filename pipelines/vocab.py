@@ -27,6 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from clozeworks.corpus.vocab.alphabet import CharCounter
 from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
+    TOKEN_COUNTS_FILE,
     TOKENIZER_FILE,
     VOCAB_STATS_FILE,
     replace_dir,
@@ -38,7 +39,7 @@ from clozeworks.corpus.vocab.sample import (
     SampleRates,
     plan_rates,
 )
-from clozeworks.corpus.vocab.stats import heldout_stats
+from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.counters import counter, read_counters
@@ -217,7 +218,8 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
             show_progress=config.show_progress,
         )
         seconds["train"], clock = _lap(clock)
-        measured = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
+        heldout = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
+        measured = heldout.summary()
         seconds["measure"], clock = _lap(clock)
     except BaseException:
         BEAM_FS.remove_tree(staging)
@@ -242,7 +244,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
         },
         "heldout": {"rate": rates.heldout, **measured},
     }
-    _write_output(tok, config.vocab, stats, config.output)
+    _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)
     seconds["write"], clock = _lap(clock)
     return {**stats, "seconds": seconds}
 
@@ -278,7 +280,7 @@ def _draw_samples(
     return read_counters(p.result)
 
 
-def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> dict[str, Any]:
+def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> HeldOutStats:
     sp = special_tokens_for(vocab.kind)
     special_ids = [tok.token_to_id(t) for t in vocab.special_tokens]
     return heldout_stats(
@@ -289,11 +291,14 @@ def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> dict[str, An
     )
 
 
-def _write_output(tok: Any, vocab: VocabConfig, stats: dict[str, Any], output: str) -> None:
+def _write_output(
+    tok: Any, vocab: VocabConfig, stats: dict[str, Any], counts: dict[str, Any], output: str
+) -> None:
     def build(directory: Path) -> None:
         write_tokenizer_dir(tok, directory, vocab.kind, vocab.extra_special_tokens)
         text = json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         (directory / VOCAB_STATS_FILE).write_text(text, encoding="utf-8")
+        (directory / TOKEN_COUNTS_FILE).write_text(json.dumps(counts) + "\n", encoding="utf-8")
 
     if _is_local(output):
         replace_dir(build, output)

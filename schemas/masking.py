@@ -16,6 +16,9 @@ from clozeworks.schemas.validate import Fields
 
 MaskKind = Literal["token", "wwm", "span", "ngram"]
 MASK_KINDS: tuple[MaskKind, ...] = ("token", "wwm", "span", "ngram")
+# How the 10% random replacements are drawn: uniformly over the vocabulary (BERT's and
+# ALBERT's create_pretraining_data.py) or by corpus frequency (SpanBERT's masking.py).
+REPLACEMENTS = ("uniform", "frequency")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class MaskingSettings:
     span_p: float = 0.2
     span_max_words: int = 10
     ngram_max: int = 3
+    # None: the kind's reference ("frequency" for span, "uniform" otherwise).
+    replacement: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in MASK_KINDS:
@@ -44,6 +49,16 @@ class MaskingSettings:
             raise ValueError(f"max_predictions must be >= 1, got {self.max_predictions}")
         if not 0.0 < self.span_p <= 1.0 or self.span_max_words < 1 or self.ngram_max < 1:
             raise ValueError("span_p must be in (0, 1], span_max_words and ngram_max >= 1")
+        if self.replacement is not None and self.replacement not in REPLACEMENTS:
+            raise ValueError(
+                f"replacement {self.replacement!r} is not one of {', '.join(REPLACEMENTS)}"
+            )
+
+    @property
+    def draws_by_frequency(self) -> bool:
+        """Random replacements follow corpus token frequencies (SpanBERT's default)."""
+        chosen = self.replacement or ("frequency" if self.kind == "span" else "uniform")
+        return chosen == "frequency"
 
     @property
     def keep_ratio(self) -> float:
@@ -66,6 +81,7 @@ class MaskingSettings:
                 span_p=f.get_float("span_p", 0.2),
                 span_max_words=f.get_int("span_max_words", 10, minimum=1),
                 ngram_max=f.get_int("ngram_max", 3, minimum=1),
+                replacement=f.data.get("replacement"),
             )
         except ValueError as err:
             raise SchemaError(f.source, f.path or "masking", str(err)) from None

@@ -138,7 +138,11 @@ def train(
         problem = d.gather_json(claim_problem(Path(run), resume, overwrite) if d.main else None)[0]
         if problem is not None:
             raise UsageError(problem)
-        return _Run(config, str(data), Path(run), d).train(resume, progress)
+        summary = _Run(config, str(data), Path(run), d).train(resume, progress)
+        # No rank tears the group down while another still uses it (a gloo rank that
+        # exited first has been seen to abort its peer at exit).
+        d.barrier()
+        return summary
     finally:
         teardown(d)
 

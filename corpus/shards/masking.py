@@ -18,8 +18,10 @@ How positions are chosen (all kinds):
    and exact for single tokens. If `max_predictions` leaves no room for that unit, the rest
    of the budget goes to later units that fit (first fit, as BERT's
    create_pretraining_data.py does), so a cap equal to the budget does not lower the share.
-4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%) or stays
-   (10%); decided per token, except `span`, where SpanBERT decides once per maximal run of
+4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%: uniform
+   over the vocabulary as BERT draws it, or by corpus frequency as SpanBERT does, the
+   default for `span` when the tokenizer ships `token_counts.json`) or stays (10%);
+   decided per token, except `span`, where SpanBERT decides once per maximal run of
    masked positions (touching spans are merged first, as its `merge_intervals` does).
 """
 
@@ -129,10 +131,18 @@ class MaskTables:
     word_start: torch.Tensor  # [V] bool
     random_pool: torch.Tensor  # [R] int64, the non-special ids a random replacement draws from
     mask_id: int
+    # [V] float32 cumulative share of each id in the corpus (specials 0), or None: what a
+    # replacement drawn by frequency inverts (SpanBERT).
+    frequency_cdf: torch.Tensor | None = None
 
     @classmethod
     def build(
-        cls, vocab_size: int, special_ids: list[int], word_start: list[bool] | None, mask_id: int
+        cls,
+        vocab_size: int,
+        special_ids: list[int],
+        word_start: list[bool] | None,
+        mask_id: int,
+        counts: list[int] | None = None,
     ) -> MaskTables:
         special = torch.zeros(vocab_size, dtype=torch.bool)
         special[torch.tensor(sorted(set(special_ids)), dtype=torch.int64)] = True
@@ -146,7 +156,15 @@ class MaskTables:
         pool = torch.nonzero(~special).flatten()
         if pool.numel() == 0:
             raise ValueError("every id is special: nothing to draw random replacements from")
-        return cls(special=special, word_start=starts, random_pool=pool, mask_id=mask_id)
+        cdf = None
+        if counts is not None:
+            weights = torch.tensor(counts, dtype=torch.float64)
+            if weights.numel() != vocab_size or bool((weights < 0).any()):
+                raise ValueError(f"token counts need {vocab_size} non-negative entries")
+            weights[special] = 0
+            if float(weights.sum()) > 0:
+                cdf = (torch.cumsum(weights, 0) / weights.sum()).to(torch.float32)
+        return cls(special, starts, pool, mask_id, cdf)
 
     def to(self, device: torch.device | str) -> MaskTables:
         return MaskTables(
@@ -154,6 +172,7 @@ class MaskTables:
             word_start=self.word_start.to(device),
             random_pool=self.random_pool.to(device),
             mask_id=self.mask_id,
+            frequency_cdf=None if self.frequency_cdf is None else self.frequency_cdf.to(device),
         )
 
 
@@ -365,10 +384,17 @@ def mask_tokens(
     r = to_unit_interval(_pair_bits(stream[rows, 2], counter))  # [M]
     to_mask = r < settings.mask_ratio
     to_random = ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
-    # A uniform index into the pool by multiply-shift (no modulo bias, no division).
-    pick = (_pair_bits(stream[rows, 3], cols) * tables.random_pool.numel()) >> 32
+    bits = _pair_bits(stream[rows, 3], cols)  # [M]
+    if settings.draws_by_frequency and tables.frequency_cdf is not None:
+        # By corpus frequency: invert the cumulative shares (specials have none).
+        cdf = tables.frequency_cdf
+        drawn = torch.searchsorted(cdf, to_unit_interval(bits), right=True)
+        drawn = drawn.clamp(max=cdf.numel() - 1)
+    else:
+        # A uniform index into the pool by multiply-shift (no modulo bias, no division).
+        drawn = tables.random_pool[(bits * tables.random_pool.numel()) >> 32]
     original = ids[rows, cols]
-    replaced = torch.where(to_random, tables.random_pool[pick], original)
+    replaced = torch.where(to_random, drawn, original)
     out = ids.clone()
     out[rows, cols] = torch.where(to_mask, tables.mask_id, replaced)
     labels = torch.where(masked, ids, IGNORE_INDEX)

@@ -29,6 +29,8 @@ TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_MAP_FILE = "special_tokens_map.json"
 VOCAB_STATS_FILE = "vocab_stats.json"
+# Per-id counts over the held-out sample: SpanBERT's random replacements follow them.
+TOKEN_COUNTS_FILE = "token_counts.json"
 # What a tokenizer directory may hold; copies take these and nothing else.
 DIRECTORY_FILES = (
     TOKENIZER_FILE,
@@ -39,6 +41,7 @@ DIRECTORY_FILES = (
     "merges.txt",
     "added_tokens.json",
     VOCAB_STATS_FILE,
+    TOKEN_COUNTS_FILE,
 )
 MODEL_MAX_LENGTH = 512
 _ROLES = ("pad", "unk", "cls", "sep", "mask")
@@ -426,3 +429,28 @@ def copy_tokenizer_dir(info: TokenizerInfo, directory: str | Path) -> None:
     if not (out / CONFIG_FILE).is_file():  # a bare tokenizer.json: say what it is
         write_tokenizer_dir(info.tokenizer, out, info.kind, sp=info.special)
         shutil.copyfile(src, out / TOKENIZER_FILE)
+
+
+def parse_token_counts(data: bytes, vocab_size: int, where: str) -> list[int]:
+    """The `counts` of a token_counts.json; BadInputError naming `where` if it is not one
+    count per id of a `vocab_size` vocabulary."""
+    try:
+        counts = json.loads(data.decode("utf-8"))["counts"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise BadInputError(f"{where}: not a token counts file ({err})") from None
+    if (
+        not isinstance(counts, list)
+        or len(counts) != vocab_size
+        or not all(isinstance(c, int) and c >= 0 for c in counts)
+    ):
+        raise BadInputError(f"{where}: expected {vocab_size} non-negative counts")
+    return counts
+
+
+def read_token_counts(tokenizer: str | Path, vocab_size: int) -> list[int] | None:
+    """The counts beside a tokenizer (its directory or a file in it), None if it has none."""
+    path = Path(tokenizer)
+    path = (path if path.is_dir() else path.parent) / TOKEN_COUNTS_FILE
+    if not path.is_file():
+        return None
+    return parse_token_counts(path.read_bytes(), vocab_size, str(path))

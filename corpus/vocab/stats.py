@@ -31,6 +31,7 @@ class HeldOutStats:
 
     def __post_init__(self) -> None:
         self._used = np.zeros(self.vocab_size, dtype=bool)
+        self._counts = np.zeros(self.vocab_size, dtype=np.int64)
 
     def add(self, tok: Tokenizer, texts: list[str]) -> None:
         if not texts:
@@ -45,8 +46,19 @@ class HeldOutStats:
             if ids:
                 arr = np.asarray(ids, dtype=np.int64)
                 self._used[arr] = True
+                self._counts += np.bincount(arr, minlength=self.vocab_size)[: self.vocab_size]
                 if self.unk_id is not None:
                     self.unk_tokens += int(np.count_nonzero(arr == self.unk_id))
+
+    def token_counts(self) -> dict[str, Any]:
+        """How often each id occurred in the held-out texts (`token_counts.json`): the
+        corpus frequencies SpanBERT draws its random replacements from."""
+        return {
+            "source": "the vocabulary's held-out sample",
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "counts": self._counts.tolist(),
+        }
 
     def summary(self) -> dict[str, Any]:
         """Totals and the rates people compare vocabularies by (None where undefined)."""
@@ -75,8 +87,9 @@ def heldout_stats(
     batches: Iterable[list[str]],
     unk_id: int | None,
     special_ids: Iterable[int] = (),
-) -> dict[str, Any]:
-    """Encode every batch of held-out texts once and summarize (memory: one batch)."""
+) -> HeldOutStats:
+    """Encode every batch of held-out texts once (memory: one batch); `summary()` and
+    `token_counts()` of the result are what the vocab stage writes."""
     stats = HeldOutStats(
         vocab_size=tok.get_vocab_size(with_added_tokens=True),
         unk_id=unk_id,
@@ -84,4 +97,4 @@ def heldout_stats(
     )
     for batch in batches:
         stats.add(tok, batch)
-    return stats.summary()
+    return stats

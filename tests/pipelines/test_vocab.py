@@ -195,3 +195,13 @@ def test_runs_on_a_filesystem_that_is_not_local(small_build, tmp_path) -> None:
     info = load_tokenizer(out)
     hf = AutoTokenizer.from_pretrained(str(out))
     assert hf("a test sentence")["input_ids"] == info.tokenizer.encode("a test sentence").ids
+
+
+def test_the_vocabulary_ships_token_counts_of_its_held_out_sample(tokenizer_dir) -> None:
+    import json
+
+    counts = json.loads((tokenizer_dir / "token_counts.json").read_text())
+    stats = json.loads((tokenizer_dir / "vocab_stats.json").read_text())
+    assert len(counts["counts"]) == stats["vocab_size"]
+    assert sum(counts["counts"]) == counts["tokens"] == stats["heldout"]["tokens"] > 0
+    assert counts["documents"] == stats["heldout"]["documents"]

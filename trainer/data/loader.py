@@ -136,7 +136,11 @@ class ShardDataset:
         self.masker: BatchMasker | None = None
         if self.manifest.premask is None:
             tables = mask_tables(
-                self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token"
+                self.shards,
+                tokenizer,
+                tokenizer_sha256,
+                self.masking.kind != "token",
+                self.masking.draws_by_frequency,
             )
             self.masker = BatchMasker(
                 tables,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +28,12 @@ from clozeworks.corpus.shards.cache import (
 )
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, read_url, shard_index
-from clozeworks.corpus.vocab.files import DIRECTORY_FILES
+from clozeworks.corpus.vocab.files import (
+    DIRECTORY_FILES,
+    TOKEN_COUNTS_FILE,
+    parse_token_counts,
+    read_token_counts,
+)
 from clozeworks.corpus.vocab.train import tokenizer_kind, word_start_table
 from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
 from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
@@ -221,12 +227,15 @@ def mask_tables(
     tokenizer: str | Path | None,
     tokenizer_sha256: str | None,
     needs_words: bool,
+    wants_counts: bool = False,
 ) -> MaskTables:
     """The masking tables for the shards' vocabulary, after checking fingerprints.
 
     The tokenizer is `tokenizer` (a directory or tokenizer.json) if given, else the copy
     shipped with the shards. Its sha256 must equal the manifest's, and so must
-    `tokenizer_sha256` when given. Word starts (for wwm, span, ngram) need a tokenizer.
+    `tokenizer_sha256` when given. Word starts (for wwm, span, ngram) need a tokenizer;
+    replacements by frequency (`wants_counts`) its token_counts.json (uniform, with a
+    warning, without one).
     """
     man = shards.manifest
     if tokenizer_sha256 is not None and tokenizer_sha256 != man.tokenizer_sha256:
@@ -253,7 +262,30 @@ def mask_tables(
             f"{shards.location}: whole-word, span and n-gram masking need the tokenizer to "
             "find word starts; none ships with these shards, so pass tokenizer=DIR"
         )
-    return MaskTables.build(man.vocab_size, sorted(special), word_start, man.special_tokens["mask"])
+    counts = _token_counts(shards, tokenizer, man.vocab_size) if wants_counts else None
+    if wants_counts and counts is None:
+        warnings.warn(
+            f"{shards.location}: no {TOKEN_COUNTS_FILE} with the tokenizer (cloze vocab writes "
+            "one); random replacements are drawn uniformly, not by corpus frequency",
+            stacklevel=3,
+        )
+    mask_id = man.special_tokens["mask"]
+    return MaskTables.build(man.vocab_size, sorted(special), word_start, mask_id, counts)
+
+
+def _token_counts(shards: ShardSet, tokenizer: str | Path | None, vocab: int) -> list[int] | None:
+    if tokenizer is not None:
+        return read_token_counts(tokenizer, vocab)
+    url = shards.tokenizer_url
+    if url is None:
+        return None
+    head, _, tail = url.rpartition(TOKENIZER_JSON)
+    where = f"{head}{TOKEN_COUNTS_FILE}{tail}"
+    try:
+        data = read_remote(where, retries=0) if is_remote(where) else read_url(where)
+    except OSError:
+        return None
+    return parse_token_counts(data, vocab, where)
 
 
 def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[bytes | None, str]:

@@ -208,3 +208,47 @@ def test_same_masks_on_gpu(batch) -> None:
         ids.cuda(), attention.cuda(), keys.cuda(), tables.to("cuda"), MaskingSettings(kind="wwm")
     )
     assert torch.equal(cpu.input_ids, gpu.input_ids.cpu())
+
+
+def frequency_tables(tables: MaskTables) -> tuple[MaskTables, torch.Tensor]:
+    """The same tables with corpus counts: ids 10 and 11 are half and a fifth of the text."""
+    counts = torch.ones(VOCAB, dtype=torch.int64)
+    counts[SPECIAL] = 7  # counted in text, but never a replacement
+    counts[10], counts[11] = 1000, 400
+    counts[12:] = 0
+    counts[5:10] = 120  # 5 ids x 120 = 600 -> 0.3 of the regular mass
+    word_start = tables.word_start.tolist()
+    built = MaskTables.build(VOCAB, SPECIAL, word_start, tables.mask_id, counts.tolist())
+    regular = counts.clone().double()
+    regular[SPECIAL] = 0
+    return built, regular / regular.sum()
+
+
+@pytest.mark.parametrize(
+    ("kind", "replacement", "by_frequency"),
+    [
+        ("span", None, True),
+        ("token", None, False),
+        ("span", "uniform", False),
+        ("token", "frequency", True),
+    ],
+)
+def test_random_replacements_follow_corpus_frequency_for_span(
+    batch, kind, replacement, by_frequency
+) -> None:
+    """SpanBERT draws its 10% random tokens by corpus frequency (masking.py: "sample random
+    token according to input distribution"); BERT draws them uniformly."""
+    ids, attention, keys, tables = batch
+    tables, shares = frequency_tables(tables)
+    settings = MaskingSettings(kind=kind, replacement=replacement)
+    r = mask_tokens(ids, attention, keys, tables, settings)
+    drawn = r.input_ids[r.action == 2]
+    assert drawn.numel() > 1500
+    assert not tables.special[drawn].any()
+    observed = torch.bincount(drawn, minlength=VOCAB).double() / drawn.numel()
+    if by_frequency:
+        # Each share within 4 binomial sd of its corpus share; ids never seen never drawn.
+        sd = (shares * (1 - shares) / drawn.numel()).sqrt()
+        assert ((observed - shares).abs() <= 4 * sd + 1e-9).all()
+    else:
+        assert observed[10] < 0.01 and (observed[12:] > 0).sum() > 300  # spread over the pool
