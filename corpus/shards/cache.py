@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from clozeworks.corpus.shards.blocks import ShardFormatError
-from clozeworks.corpus.shards.reader import ShardSpec, is_local, open_url
+from clozeworks.corpus.shards.reader import ShardSpec, is_local, open_url, read_url
 
 RETRIES = 4
 _CHUNK = 1 << 20
@@ -180,6 +180,11 @@ def read_remote(url: str, retries: int = RETRIES) -> bytes:
                 raise OSError(f"{url}: {type(err).__name__}: {err}") from None
             time.sleep(_PAUSE * 2**tries)
     raise AssertionError("unreachable")
+
+
+def read_any(url: str, retries: int = RETRIES) -> bytes:
+    """A small file from a local path, or from a URL or pipe retried like `read_remote`."""
+    return read_url(url) if is_local(url) else read_remote(url, retries)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -24,10 +24,10 @@ from clozeworks.corpus.shards.cache import (
     RETRIES,
     ShardCache,
     is_remote,
-    read_remote,
+    read_any,
 )
 from clozeworks.corpus.shards.masking import MaskTables
-from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, read_url, shard_index
+from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, shard_index
 from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
     TOKEN_COUNTS_FILE,
@@ -187,7 +187,7 @@ def _read_manifest(url: str, directory: str | None) -> tuple[Manifest, str]:
             "(the build was interrupted or this is the wrong directory)"
         )
     try:
-        text = (read_remote(url) if is_remote(url) else read_url(url)).decode("utf-8")
+        text = read_any(url).decode("utf-8")
     except OSError as err:
         where = directory or url
         raise BadInputError(
@@ -276,16 +276,24 @@ def mask_tables(
 def _token_counts(shards: ShardSet, tokenizer: str | Path | None, vocab: int) -> list[int] | None:
     if tokenizer is not None:
         return read_token_counts(tokenizer, vocab)
+    where = _beside_tokenizer(shards, TOKEN_COUNTS_FILE)
+    if where is None:
+        return None
+    try:
+        data = read_any(where, retries=0)  # absent for tokenizers cloze vocab did not write
+    except OSError:
+        return None
+    return parse_token_counts(data, vocab, where)
+
+
+def _beside_tokenizer(shards: ShardSet, name: str) -> str | None:
+    """Where file `name` of the shards' tokenizer directory is (for a pipe: the same
+    command with tokenizer.json replaced), or None when no tokenizer ships."""
     url = shards.tokenizer_url
     if url is None:
         return None
     head, _, tail = url.rpartition(TOKENIZER_JSON)
-    where = f"{head}{TOKEN_COUNTS_FILE}{tail}"
-    try:
-        data = read_remote(where, retries=0) if is_remote(where) else read_url(where)
-    except OSError:
-        return None
-    return parse_token_counts(data, vocab, where)
+    return f"{head}{name}{tail}"
 
 
 def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[bytes | None, str]:
@@ -300,7 +308,7 @@ def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[byt
     if url is None:
         return None, ""
     try:
-        data = read_remote(url) if is_remote(url) else read_url(url)
+        data = read_any(url)
     except OSError:
         return None, ""
     if shards.cache is not None:
@@ -321,18 +329,14 @@ def _tokenizer_facts(data: bytes, where: str) -> tuple[Tokenizer, list[bool], se
 def tokenizer_files(shards: ShardSet) -> dict[str, bytes]:
     """The tokenizer directory shipped with the shards, file name -> bytes (what a copy
     of a tokenizer directory takes; empty when none ships), read from any source."""
-    url = shards.tokenizer_url
-    if url is None:
-        return {}
-    head, _, tail = url.rpartition(TOKENIZER_JSON)
     files = {}
     for name in DIRECTORY_FILES:
-        where = f"{head}{name}{tail}"
+        where = _beside_tokenizer(shards, name)
+        if where is None:
+            return {}
         try:
-            if not is_remote(where):
-                files[name] = read_url(where)
-            else:  # the optional files are absent for some kinds: no retrying for those
-                files[name] = read_remote(where, retries=RETRIES if name == TOKENIZER_JSON else 0)
+            # The optional files are absent for some kinds: no retrying for those.
+            files[name] = read_any(where, retries=RETRIES if name == TOKENIZER_JSON else 0)
         except OSError:
             continue  # this tokenizer kind has no such file
     return files
