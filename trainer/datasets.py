@@ -11,7 +11,7 @@ from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.data.mixture import MixtureLoader, check_compatible
-from clozeworks.trainer.data.source import ShardSet, resolve_source, tokenizer_files
+from clozeworks.trainer.data.source import ShardSet, resolve_source
 from clozeworks.trainer.distributed import Dist
 
 
@@ -81,9 +81,9 @@ def resolve(config: TrainConfig, data: str) -> ShardSet:
     return resolve_source(data, None, settings["cache_root"], settings["cache_limit"])
 
 
-def copy_tokenizer(shards: ShardSet, target: Path) -> Path:
-    """The tokenizer directory shipped with `shards`, copied to `target` (replaced whole)."""
-    files = tokenizer_files(shards)
+def copy_tokenizer(files: dict[str, bytes], target: Path) -> Path:
+    """A tokenizer directory (`tokenizer_files` of a shard set) written to `target`,
+    replacing what was there."""
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -152,13 +152,16 @@ class _Run:
         data = str(data)
         self.d = d
         self.run = run
-        self.phases = _phases(config, data)
-        first = self.phases[0].manifest
+        shards = resolve(config, data)
+        self.phases = _phases(config, data, shards.manifest)
+        first = shards.manifest
+        # Read once: the init-from check needs tokenizer.json, rank 0 keeps a copy.
+        tokenizer = tokenizer_files(shards) if config.init_from or d.main else {}
         self.init_notes: list[str] = []
         if config.init_from:
             arch, self.init_notes = init_from.model_config(config.init_from, config.model)
             config = replace(config, model=arch)
-            shards_json = tokenizer_files(resolve(config, data)).get("tokenizer.json")
+            shards_json = tokenizer.get("tokenizer.json")
             note = init_from.check_tokenizer(config.init_from, first, shards_json)
             self.init_notes += [note] if note else []
         model_config = replace(
@@ -172,7 +175,7 @@ class _Run:
             run.mkdir(parents=True, exist_ok=True)
             payload = {**config.to_dict(), "data": data}
             # The run keeps its own copy, so export works when the shards are remote or gone.
-            payload["tokenizer"] = str(copy_tokenizer(resolve(config, data), run / TOKENIZER_DIR))
+            payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / TOKENIZER_DIR))
             (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
         self.model = build_model(config).to(d.device)
@@ -529,8 +532,8 @@ class _Saved:
         return self.state
 
 
-def _phases(config: TrainConfig, data: str) -> list[Phase]:
-    phases = [Phase(data, resolve(config, data).manifest, config.batch_size, 0)]
+def _phases(config: TrainConfig, data: str, manifest: Manifest) -> list[Phase]:
+    phases = [Phase(data, manifest, config.batch_size, 0)]
     if config.phase2 is not None:
         p2 = config.phase2
         if not 0 < p2.start_step < config.max_steps:
