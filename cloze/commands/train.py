@@ -156,12 +156,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p, "a progress bar")
 
 
+def _number(text: str, what: str) -> float:
+    """ "0.06" or "6%" -> 0.06."""
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
 def _share(text: str) -> float:
     """A share of the data: "0.005" or "0.5%"."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a share: {text!r}") from None
+    value = _number(text, "a share")
     if not 0.0 <= value <= 0.5:
         raise argparse.ArgumentTypeError(f"must be between 0 and 50%: {text!r}")
     return value
@@ -169,12 +174,9 @@ def _share(text: str) -> float:
 
 def _warmup(text: str) -> float | int:
     """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
-    try:
-        if text.endswith("%"):
-            return float(text[:-1]) / 100
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a share or a step count: {text!r}") from None
+    value = _number(text, "a share or a step count")
+    if text.endswith("%"):
+        return value
     if value >= 1 and value != int(value):
         raise argparse.ArgumentTypeError(f"steps must be whole: {text!r}")
     if value < 0:
@@ -277,12 +279,11 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     if args.print_config:
         print(config.to_json(), end="")
         return 0
-    if config.mixture and not args.data:
-        args.data = ",".join(f"{k}={v}" for k, v in config.mixture.items())
-    missing = [flag for flag in ("--data", "--output") if not getattr(args, flag[2:])]
+    # A [mixture] in the config names the data; its first set stands for all in messages.
+    data = next(iter(config.mixture)) if config.mixture else args.data
+    missing = [flag for flag, value in (("--data", data), ("--output", args.output)) if not value]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
-    data = next(iter(config.mixture)) if config.mixture else args.data
     config = _fit_to_shards(config, args, data)
     summary = train(
         config,

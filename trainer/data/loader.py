@@ -188,16 +188,14 @@ class ShardDataset:
         """Batches every rank yields per epoch (the same on every rank)."""
         return self.layout.batches_per_rank()
 
-    def plan_with(self, layout: Layout, epoch: int, history: Stages = ()) -> EpochPlan:
-        """Rank 0's plan of `epoch` under another layout of these shards."""
+    def plan(self, epoch: int, history: Stages = (), layout: Layout | None = None) -> EpochPlan:
+        """This rank's plan of `epoch` (rank 0's under another `layout` of these shards);
+        after `history` (runs with other layouts that began the epoch), the plan of the
+        sequences they left."""
         positions = _remaining(self.layout.sizes, self.seed, epoch, history) if history else None
+        if layout is None:
+            return EpochPlan(self.layout, self.seed, epoch, self.rank, positions)
         return EpochPlan(layout, self.seed, epoch, 0, positions)
-
-    def plan(self, epoch: int, history: Stages = ()) -> EpochPlan:
-        """This rank's plan of `epoch`; after `history` (runs with other layouts that began
-        the epoch), the plan of the sequences they left."""
-        positions = _remaining(self.layout.sizes, self.seed, epoch, history) if history else None
-        return EpochPlan(self.layout, self.seed, epoch, self.rank, positions)
 
 
 def _rank_and_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -432,7 +430,7 @@ class ShardLoader:
             saved_layout = None if saved is None else _layout_from_dict(ds.layout, saved)
             done = (
                 saved_layout is not None
-                and batches >= ds.plan_with(saved_layout, epoch, history).batches
+                and batches >= ds.plan(epoch, history, saved_layout).batches
             )
             if done:
                 epoch, batches, history = epoch + 1, 0, ()  # saved after an epoch's last batch

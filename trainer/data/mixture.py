@@ -40,7 +40,7 @@ def parse_mixture(text: str) -> dict[str, float]:
 
 
 def is_mixture(text: str) -> bool:
-    return all("=" in part for part in text.split(",")) and "=" in text
+    return all("=" in part for part in text.split(","))
 
 
 def check_compatible(datasets: list[ShardDataset]) -> None:
@@ -89,17 +89,6 @@ class MixtureLoader:
             self.batches += 1
             self.drawn[k] += 1
             yield batch
-
-    def __len__(self) -> int:
-        return sum(len(loader) for loader in self.loaders)
-
-    @property
-    def counters(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for loader in self.loaders:
-            for key, value in loader.counters.items():
-                total[key] = total.get(key, 0) + value
-        return total
 
     def state_dict(self) -> dict[str, Any]:
         return {
