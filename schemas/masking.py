@@ -19,6 +19,12 @@ MASK_KINDS: tuple[MaskKind, ...] = ("token", "wwm", "span", "ngram")
 # How the 10% random replacements are drawn: uniformly over the vocabulary (BERT's and
 # ALBERT's create_pretraining_data.py) or by corpus frequency (SpanBERT's masking.py).
 REPLACEMENTS = ("uniform", "frequency")
+# How many positions a sequence's budget is: `maskable` is round(prob x its maskable tokens),
+# at least 1 (ours: [CLS] and [SEP] can never be chosen, so they do not count);
+# `reference` is what the kind's reference code computes: BERT's and ALBERT's
+# max(1, round(prob x all tokens)), [CLS] and [SEP] included, and SpanBERT's
+# ceil(prob x the tokens between them).
+BUDGETS = ("maskable", "reference")
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class MaskingSettings:
     ngram_max: int = 3
     # None: the kind's reference ("frequency" for span, "uniform" otherwise).
     replacement: str | None = None
+    budget: str = "maskable"
 
     def __post_init__(self) -> None:
         if self.kind not in MASK_KINDS:
@@ -49,6 +56,8 @@ class MaskingSettings:
             raise ValueError(f"max_predictions must be >= 1, got {self.max_predictions}")
         if not 0.0 < self.span_p <= 1.0 or self.span_max_words < 1 or self.ngram_max < 1:
             raise ValueError("span_p must be in (0, 1], span_max_words and ngram_max >= 1")
+        if self.budget not in BUDGETS:
+            raise ValueError(f"budget {self.budget!r} is not one of {', '.join(BUDGETS)}")
         if self.replacement is not None and self.replacement not in REPLACEMENTS:
             raise ValueError(
                 f"replacement {self.replacement!r} is not one of {', '.join(REPLACEMENTS)}"
@@ -82,6 +91,7 @@ class MaskingSettings:
                 span_max_words=f.get_int("span_max_words", 10, minimum=1),
                 ngram_max=f.get_int("ngram_max", 3, minimum=1),
                 replacement=f.data.get("replacement"),
+                budget=f.get_choice("budget", BUDGETS, "maskable"),
             )
         except ValueError as err:
             raise SchemaError(f.source, f.path or "masking", str(err)) from None

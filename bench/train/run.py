@@ -20,7 +20,8 @@ from collections.abc import Callable
 import torch
 import transformers
 
-from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, sequence_keys
+from clozeworks.corpus.shards.counter_rng import sequence_keys
+from clozeworks.corpus.shards.masking import MaskTables, mask_tokens
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
 from clozeworks.trainer.export import to_transformers

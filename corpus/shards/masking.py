@@ -1,23 +1,25 @@
 """Masked-language-model masking: the one definition the static writer and the trainer share.
 
 Everything is a batched tensor operation, so the same function masks a block in a Beam
-worker (CPU tensors) or a batch on the training GPU. Randomness comes from a counter-based
-hash of (seed, epoch, sequence index, position) rather than from a generator's state, so
-a sequence's mask does not depend on which batch, worker or device it lands on and a
-resumed run sees exactly the masks the uninterrupted run would.
+worker (CPU tensors) or a batch on the training GPU. Randomness comes from
+`counter_rng`: a hash of (seed, epoch, sequence index, counter), so a sequence's mask does
+not depend on which batch, worker or device it lands on and a resumed run sees exactly the
+masks the uninterrupted run would.
 
-How positions are chosen (all kinds):
+How positions are chosen:
 
-1. Every position belongs to a *unit*: a token (`token`), a word (`wwm`), or a group of
-   consecutive words whose length is drawn per group (`ngram`: n in 1..3 with p ∝ 1/n as in
-   ALBERT; `span`: Geometric(0.2) clipped at 10 words as in SpanBERT).
-2. The budget is `max(1, round(prob * maskable))`, capped by `max_predictions`.
-3. Units are visited in a random order and taken while the running token count stays within
-   the budget. The unit that would cross the budget is taken with probability
-   (remaining budget / its length), so the masked share is unbiased for multi-token units
-   and exact for single tokens. If `max_predictions` leaves no room for that unit, the rest
-   of the budget goes to later units that fit (first fit, as BERT's
-   create_pretraining_data.py does), so a cap equal to the budget does not lower the share.
+1. The budget is `max(1, round(prob * maskable))` (or what the kind's reference code
+   computes, `budget = "reference"`), capped by `max_predictions`.
+2. `token`, `wwm`: units (tokens, or words) are visited in a random order and taken while
+   the running token count stays within the budget. The unit that would cross the budget
+   is taken with probability (remaining budget / its length), so the masked share is
+   unbiased for multi-token units and exact for single tokens. If `max_predictions` leaves
+   no room for that unit, the rest of the budget goes to later units that fit (first fit,
+   as BERT's create_pretraining_data.py does), so a cap equal to the budget does not lower
+   the share.
+3. `span`, `ngram`: SpanBERT's and ALBERT's own sampling loops (`spans.py`): anchors
+   and lengths drawn until the budget is met, rejections and all, so the contiguous masked
+   runs have the reference's length distribution.
 4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%: uniform
    over the vocabulary as BERT draws it, or by corpus frequency as SpanBERT does, the
    default for `span` when the tokenizer ships `token_counts.json`) or stays (10%);
@@ -28,16 +30,20 @@ How positions are chosen (all kinds):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
 
-import numpy as np
 import torch
 
+from clozeworks.corpus.shards.counter_rng import (
+    pair_bits,
+    row_bits,
+    stream_keys,
+    to_unit_interval,
+)
+from clozeworks.corpus.shards.spans import WordTable, albert_ngrams, spanbert_spans
 from clozeworks.schemas.masking import MaskingSettings
 
 IGNORE_INDEX = -100
 
-_M32 = 0xFFFFFFFF
 # Streams keep the random numbers used for different decisions independent.
 _STREAM_SELECT = 1
 _STREAM_CROSS = 2
@@ -45,82 +51,8 @@ _STREAM_ACTION = 3
 _STREAM_RANDOM_TOKEN = 4
 _STREAM_GROUP_LEN = 5
 _STREAMS = (_STREAM_SELECT, _STREAM_CROSS, _STREAM_ACTION, _STREAM_RANDOM_TOKEN, _STREAM_GROUP_LEN)
-_GOLDEN = 0x9E3779B9
 # First-fit passes after a hard cap blocks the crossing unit; more change nothing measurable.
 _FILL_PASSES = 3
-
-
-_Ints = TypeVar("_Ints", torch.Tensor, np.ndarray)  # int64 either way
-
-
-def _mul32(x: _Ints, c: int) -> _Ints:
-    """(x * c) mod 2**32 for 32-bit x held in int64, without signed overflow: c - 2**32 is
-    the same multiplier mod 2**32 and fits 31 bits, so |x * c| < 2**63."""
-    return (x * (c - (1 << 32) if c >= 1 << 31 else c)) & _M32
-
-
-def _mix32(x: _Ints) -> _Ints:
-    """Chris Wellons' lowbias32 integer hash: good avalanche, cheap, exact on any device."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def sequence_keys(seed: int, epoch: int, indices: torch.Tensor) -> torch.Tensor:
-    """A 32-bit key per sequence from (seed, epoch, global sequence index). [B] int64."""
-    return torch.from_numpy(sequence_keys_array(seed, epoch, indices.cpu().numpy())).to(
-        indices.device
-    )
-
-
-def sequence_keys_array(seed: int, epoch: int, indices: np.ndarray) -> np.ndarray:
-    """`sequence_keys` on a numpy array (what the loader uses: small arrays are faster here)."""
-    idx = indices.astype(np.int64)
-    start = int(_mix32(np.array([(seed & _M32) ^ 0x5BD1E995], dtype=np.int64))[0])
-    h = _mix32(np.full_like(idx, start) ^ ((seed >> 32) & _M32))
-    h = _mix32(h ^ (epoch & _M32))
-    h = _mix32(h ^ (idx & _M32))
-    return _mix32(h ^ ((idx >> 32) & _M32))
-
-
-def _stream_keys(keys: torch.Tensor, streams: tuple[int, ...]) -> torch.Tensor:
-    """[B, S]: one 32-bit key per (sequence, stream), itself a uniform random number."""
-    cache_key = (streams, keys.device)
-    salts = _SALTS.get(cache_key)
-    if salts is None:
-        salts = torch.tensor([(s * _GOLDEN) & _M32 for s in streams], device=keys.device)
-        _SALTS[cache_key] = salts
-    return _mix32(keys[:, None] ^ salts)
-
-
-_SALTS: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}
-
-
-def _row_bits(stream_keys: torch.Tensor, length: int) -> torch.Tensor:
-    """[B, length] 32 random bits per (stream key, position); stream_keys [B]."""
-    positions = torch.arange(length, device=stream_keys.device)
-    return _mix32(stream_keys[:, None] ^ positions)
-
-
-def _pair_bits(stream_keys: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
-    """[M] bits for M (stream key, counter) pairs: the same value `_row_bits` gives them."""
-    return _mix32(stream_keys ^ counters)
-
-
-def random_bits(keys: torch.Tensor, length: int, stream: int) -> torch.Tensor:
-    """[B, length] int64 of 32 random bits per (sequence key, position, stream).
-
-    Position i's value does not depend on `length`, so padding never changes it. Streams
-    1..99 are used here; other modules (the trainer's word-structure shuffle) use 100 and up.
-    """
-    return _row_bits(_stream_keys(keys, (stream,))[:, 0], length)
-
-
-def to_unit_interval(bits: torch.Tensor) -> torch.Tensor:
-    """32-bit ints -> float32 in [0, 1). Uses the top 24 bits, so every value is exact."""
-    return (bits >> 8).to(torch.float32) * (1.0 / 16777216.0)
 
 
 @dataclass(frozen=True)
@@ -190,51 +122,49 @@ def _lookup(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
-def _group_lengths_cdf(settings: MaskingSettings) -> torch.Tensor | None:
-    """Cumulative distribution of a group's length in words, or None for word/token units."""
+def _lengths_cdf(settings: MaskingSettings) -> torch.Tensor:
+    """Cumulative distribution of a span's (n-gram's) length in words: Geometric(p) clipped
+    at `span_max_words` as SpanBERT normalises it, or p(n) ∝ 1/n up to `ngram_max` as ALBERT."""
     if settings.kind == "ngram":
         weights = torch.tensor([1.0 / n for n in range(1, settings.ngram_max + 1)])
-    elif settings.kind == "span":
+    else:
         p = settings.span_p
         n = torch.arange(1, settings.span_max_words + 1, dtype=torch.float64)
         weights = p * (1 - p) ** (n - 1)
-    else:
-        return None
     return torch.cumsum(weights / weights.sum(), 0).to(torch.float32)
 
 
-def _unit_ids(
-    ids: torch.Tensor,
-    maskable: torch.Tensor,
-    group_keys: torch.Tensor,
-    tables: MaskTables,
-    settings: MaskingSettings,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """([B, L] unit index, [B, L] word index) of every position, numbered left to right."""
-    b, length = ids.shape
-    positions = torch.arange(length, device=ids.device).expand(b, length)
-    if settings.kind == "token":
-        return positions, positions
-    # A word starts at a word-start piece and right after a non-maskable position; special
-    # tokens and padding belong to no word (they take the number of the word before them,
-    # but are never maskable, so they never count toward a unit).
+def _words(ids: torch.Tensor, maskable: torch.Tensor, tables: MaskTables) -> torch.Tensor:
+    """[B, L] the word of every position, numbered from 0 in each row.
+
+    A word starts at a word-start piece and right after a non-maskable position; special
+    tokens and padding belong to no word (they take the number of the word before them,
+    but are never maskable, so they never count toward one).
+    """
     after_special = torch.ones_like(maskable)
     after_special[:, 1:] = ~maskable[:, :-1]
     is_start = maskable & (_lookup(tables.word_start, ids) | after_special)
-    word = torch.clamp(torch.cumsum(is_start.to(torch.int64), 1) - 1, min=0)  # [B, L]
-    cdf = _group_lengths_cdf(settings)
-    if cdf is None:
-        return word, word
-    # Partition the words into consecutive groups of random length: group g spans words
-    # [ends[g-1], ends[g]).
-    # (Counting comparisons instead of searchsorted is the same inverse CDF, and faster.)
-    u = to_unit_interval(_row_bits(group_keys, length))  # [B, L]
-    below = (u[:, :, None] >= cdf.to(ids.device)[:-1]).sum(2)  # [B, L] cdf steps below u
-    ends = torch.cumsum(below + 1, 1)  # [B, L], ends[:, g] = first word after group g
-    # Group of word w = number of group ends <= w: mark every end and count along the row.
-    marks = torch.zeros(b, length + 1, dtype=torch.int64, device=ids.device)
-    marks.scatter_add_(1, ends.clamp(max=length), torch.ones_like(ends))
-    return torch.gather(torch.cumsum(marks, 1), 1, word), word
+    return torch.clamp(torch.cumsum(is_start.to(torch.int64), 1) - 1, min=0)
+
+
+def _budget(
+    maskable: torch.Tensor, attention: torch.Tensor, settings: MaskingSettings
+) -> torch.Tensor:
+    """[B] positions to predict per row (see `MaskingSettings.budget`)."""
+    n_maskable = maskable.sum(1)  # [B]
+    if settings.budget == "reference" and settings.kind == "span":
+        # SpanBERT: math.ceil(len(block) * ratio), the block without [CLS]/[SEP].
+        budget = torch.ceil(n_maskable.to(torch.float64) * settings.prob)
+    elif settings.budget == "reference":
+        # BERT, ALBERT: max(1, int(round(len(tokens) * prob))), [CLS] and [SEP] counted.
+        real = attention.sum(1).to(torch.float64)
+        budget = torch.clamp(torch.round(real * settings.prob), min=1)
+    else:
+        budget = torch.clamp(torch.round(n_maskable.to(torch.float32) * settings.prob), min=1)
+    budget = torch.where(n_maskable > 0, budget.to(torch.int64), 0)
+    if settings.max_predictions is not None:
+        budget = torch.clamp(budget, max=settings.max_predictions)
+    return torch.minimum(budget, n_maskable)
 
 
 def _fill_under_cap(
@@ -257,24 +187,6 @@ def _fill_under_cap(
     return take
 
 
-def _cut_crossing(
-    crossing: torch.Tensor,
-    order: torch.Tensor,
-    units: torch.Tensor,
-    words: torch.Tensor,
-    maskable: torch.Tensor,
-    rows: torch.Tensor,
-    remaining: torch.Tensor,
-) -> torch.Tensor:
-    """[B, L] bool: the leading whole words of each row's crossing span that fit in
-    `remaining` tokens (SpanBERT cuts its last span to the budget too)."""
-    cross_unit = torch.gather(order, 1, crossing.to(torch.int64).argmax(1, keepdim=True))  # [B, 1]
-    inside = (units == cross_unit) & maskable & rows[:, None]  # [B, L]
-    count = torch.cumsum(inside.to(torch.int64), 1)  # [B, L]
-    word_end = torch.zeros_like(count).scatter_reduce_(1, words, count, "amax")  # [B, W]
-    return inside & (torch.gather(word_end, 1, words) <= remaining[:, None])
-
-
 def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
     """[B, L] bool: the budget[b] smallest keys of each row of `packed` (keys unique)."""
     most = int(budget.max())
@@ -285,17 +197,16 @@ def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
     return (packed <= limit) & (budget[:, None] > 0)
 
 
-def _choose_units(
+def _choose_words(
     packed: torch.Tensor,
     unit_len: torch.Tensor,
     units: torch.Tensor,
-    words: torch.Tensor,
     maskable: torch.Tensor,
     budget: torch.Tensor,
-    stream: torch.Tensor,
-    settings: MaskingSettings,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """([B, L] positions of the units taken, [B, L] positions of a cut span or None)."""
+    cross_keys: torch.Tensor,
+    cap: int | None,
+) -> torch.Tensor:
+    """[B, L] positions of the whole words taken, visiting words in `packed` order."""
     order = torch.sort(packed, dim=1).values & 0xFFFFF  # [B, U] units in visiting order
     sorted_len = torch.gather(unit_len, 1, order)  # [B, U]
     after = torch.cumsum(sorted_len, 1)  # tokens taken once this unit is in
@@ -306,10 +217,8 @@ def _choose_units(
     # The one unit per row that would cross the budget: taken with probability
     # (budget left / its length), so the expected count is the budget.
     crossing = live & (before < want) & (after > want)  # [B, U]
-    u_cross = to_unit_interval(stream[:, 1:2])  # [B, 1]
+    u_cross = to_unit_interval(cross_keys)[:, None]  # [B, 1]
     lucky = crossing & (u_cross * sorted_len.to(torch.float32) < (want - before).float())
-    cap = settings.max_predictions
-    cut = None
     if cap is None:
         take = take | lucky
     else:
@@ -320,13 +229,10 @@ def _choose_units(
         blocked = (crossing & ~within_cap).any(1)  # [B]
         if bool(blocked.any()):
             remaining = torch.where(blocked, budget - (sorted_len * take).sum(1), 0)
-            if settings.kind == "span":
-                cut = _cut_crossing(crossing, order, units, words, maskable, blocked, remaining)
-                remaining = remaining - cut.sum(1)
             candidate = live & (before >= want) & ~crossing & blocked[:, None]
             take = _fill_under_cap(take, candidate, sorted_len, remaining)
     unit_taken = torch.zeros_like(take).scatter_(1, order, take)  # [B, U]
-    return torch.gather(unit_taken, 1, units) & maskable, cut
+    return torch.gather(unit_taken, 1, units) & maskable
 
 
 def mask_tokens(
@@ -345,46 +251,50 @@ def mask_tokens(
     """
     ids = ids.to(torch.int64)
     b, length = ids.shape
-    stream = _stream_keys(keys, _STREAMS)  # [B, 5]
-    maskable = attention.bool() & ~_lookup(tables.special, ids)  # [B, L]
-    units, words = _unit_ids(ids, maskable, stream[:, 4], tables, settings)  # [B, L], < L
-    tokens = settings.kind == "token"  # units are positions: no scatter or gather needed
+    stream = stream_keys(keys, _STREAMS)  # [B, 5]
+    attention = attention.bool()
+    maskable = attention & ~_lookup(tables.special, ids)  # [B, L]
+    budget = _budget(maskable, attention, settings)  # [B]
+    positions = torch.arange(length, device=ids.device)
 
-    if tokens:
-        unit_len = maskable.to(torch.int64)  # [B, U]
+    if settings.kind in ("span", "ngram"):
+        words = _words(ids, maskable, tables)  # [B, L], < L
+        table = WordTable.build(words, maskable)
+        cdf = _lengths_cdf(settings).to(ids.device)
+        if settings.kind == "span":
+            masked, units = spanbert_spans(table, maskable, budget, stream[:, 0], stream[:, 4], cdf)
+        else:
+            masked, units = albert_ngrams(table, budget, stream[:, 0], stream[:, 4], cdf, maskable)
     else:
-        unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
-        unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] tokens per unit
-
-    n_maskable = maskable.sum(1)  # [B]
-    budget = torch.clamp(torch.round(n_maskable.to(torch.float32) * settings.prob), min=1)
-    budget = torch.where(n_maskable > 0, budget.to(torch.int64), 0)
-    if settings.max_predictions is not None:
-        budget = torch.clamp(budget, max=settings.max_predictions)
-
-    # Visit units in random order: by a 24-bit score, ties by unit index, empty units last.
-    # Packing (score, unit) into one int64 makes every key of a row unique, so an unstable
-    # sort (much faster than a stable one) gives that order.
-    score = _row_bits(stream[:, 0], length) >> 8  # [B, U]
-    score = score.masked_fill(unit_len == 0, 1 << 24)
-    packed = (score << 20) | torch.arange(length, device=ids.device)  # [B, U]
-    if tokens:
-        # Every unit is one token: the first `budget` units in visiting order are the
-        # `budget` smallest keys, and no unit crosses the budget. topk beats a full sort.
-        masked = _smallest(packed, budget) & maskable  # [B, L]
-    else:
-        masked, cut = _choose_units(
-            packed, unit_len, units, words, maskable, budget, stream, settings
-        )
-        masked = masked if cut is None else masked | cut
+        tokens = settings.kind == "token"
+        units = positions.expand(b, length) if tokens else _words(ids, maskable, tables)
+        # Visit units in random order: by a 24-bit score, ties by unit index, empty units
+        # last. Packing (score, unit) into one int64 makes every key of a row unique, so
+        # an unstable sort (much faster than a stable one) gives that order.
+        if tokens:
+            unit_len = maskable.to(torch.int64)  # [B, U]
+        else:
+            unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
+            unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] tokens per unit
+        score = row_bits(stream[:, 0], length) >> 8  # [B, U]
+        score = score.masked_fill(unit_len == 0, 1 << 24)
+        packed = (score << 20) | positions  # [B, U]
+        if tokens:
+            # Every unit is one token: the first `budget` units in visiting order are the
+            # `budget` smallest keys, and no unit crosses the budget. topk beats a full sort.
+            masked = _smallest(packed, budget) & maskable  # [B, L]
+        else:
+            masked = _choose_words(
+                packed, unit_len, units, maskable, budget, stream[:, 1], settings.max_predictions
+            )
 
     # 80/10/10, per token or (span) per run, drawn only where a position is predicted.
     rows, cols = masked.nonzero(as_tuple=True)  # [M]
     counter = run_starts(masked)[rows, cols] if settings.kind == "span" else cols
-    r = to_unit_interval(_pair_bits(stream[rows, 2], counter))  # [M]
+    r = to_unit_interval(pair_bits(stream[rows, 2], counter))  # [M]
     to_mask = r < settings.mask_ratio
     to_random = ~to_mask & (r < settings.mask_ratio + settings.random_ratio)
-    bits = _pair_bits(stream[rows, 3], cols)  # [M]
+    bits = pair_bits(stream[rows, 3], cols)  # [M]
     if settings.draws_by_frequency and tables.frequency_cdf is not None:
         # By corpus frequency: invert the cumulative shares (specials have none).
         cdf = tables.frequency_cdf

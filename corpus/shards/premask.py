@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, pad_batch, sequence_keys
+from clozeworks.corpus.shards.counter_rng import sequence_keys
+from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, pad_batch
 from clozeworks.schemas.masking import MaskingSettings
 
 # BERT's max_predictions_per_seq is 20 at length 128 and 80 at 512: about 15% of the length.

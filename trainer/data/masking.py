@@ -25,12 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from clozeworks.corpus.shards.masking import (
-    IGNORE_INDEX,
-    MaskTables,
-    mask_tokens,
-    random_bits,
-)
+from clozeworks.corpus.shards.counter_rng import random_bits
+from clozeworks.corpus.shards.masking import IGNORE_INDEX, MaskTables, mask_tokens
 from clozeworks.schemas.masking import MaskingSettings
 
 # Streams 100+ are this module's (corpus.shards.masking uses 1..99).

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from clozeworks.corpus.shards.blocks import Block, ShardFormatError
-from clozeworks.corpus.shards.masking import sequence_keys_array
+from clozeworks.corpus.shards.counter_rng import sequence_keys_array
 from clozeworks.corpus.shards.reader import BlockError, ShardReader
 from clozeworks.trainer.data.plan import EpochPlan
 from clozeworks.trainer.data.source import ShardSet

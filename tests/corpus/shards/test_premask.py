@@ -24,6 +24,7 @@ from clozeworks.corpus.shards.tokenize import DocumentEncoder
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.schemas.masking import MaskingSettings
+from tests.corpus.shards.reference_masking import spanbert_reference
 
 
 @pytest.fixture(scope="module")
@@ -114,21 +115,31 @@ def test_whole_words_are_masked_whole(vocab) -> None:
     assert pieces > 50  # words of several pieces were among those masked
 
 
-def test_span_lengths_near_clipped_geometric_mean(vocab) -> None:
-    """SpanBERT: Geometric(0.2) clipped at 10 words, mean 3.8 when drawn; the span crossing
-    the budget is kept with probability (budget left / its length), which favours short
-    spans, so the realised mean at length 512 is ~3.7 (docs/design.md)."""
+def span_runs(seqs, positions, tables) -> list[int]:
+    """Words in each run of consecutive masked words (touching spans count as one)."""
+    runs = []
+    for seq, pos in zip(seqs, positions, strict=True):
+        words = word_ids(seq, tables)
+        hit = np.unique(words[pos])
+        runs.extend(len(r) for r in np.split(hit, np.flatnonzero(np.diff(hit) != 1) + 1) if len(r))
+    return runs
+
+
+def test_span_runs_match_spanbert_on_real_text(vocab) -> None:
+    """SpanBERT's own loop (tests/corpus/shards/test_masking_reference.py) on the same
+    512-token sequences of stdlib docstrings: about 6,000 runs a side, so the standard
+    error of the difference in mean run length is about 0.07 words; tolerance 0.25."""
     info, tables = vocab
     seqs, out = masked(info, tables, "span", max_seq_len=512, n=400)
-    spans = []
-    for seq, m in zip(seqs, out, strict=True):
-        words = word_ids(seq, tables)
-        hit = np.unique(words[m.positions])
-        # consecutive masked words form one span (two spans may touch: counted as one)
-        runs = np.split(hit, np.flatnonzero(np.diff(hit) != 1) + 1)
-        spans.extend(len(r) for r in runs if len(r))
-    mean = float(np.mean(spans))
-    assert 3.3 <= mean <= 4.3, mean
+    word_start = tables.word_start.numpy()
+    rng = np.random.default_rng(5)
+    reference = [
+        np.array(sorted(i + 1 for i in spanbert_reference(list(s[1:-1]), word_start, rng)))
+        for s in seqs
+    ]
+    ours = np.mean(span_runs(seqs, [m.positions for m in out], tables))
+    theirs = np.mean(span_runs(seqs, reference, tables))
+    assert abs(ours - theirs) < 0.25, (ours, theirs)
 
 
 def test_copies_are_masked_independently_and_reproducibly(vocab) -> None:

@@ -2,7 +2,8 @@
 
 import torch
 
-from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, pad_batch, sequence_keys
+from clozeworks.corpus.shards.counter_rng import sequence_keys
+from clozeworks.corpus.shards.masking import MaskTables, mask_tokens, pad_batch
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.masking import BatchMasker, span_boundaries, word_structure
 
