@@ -63,6 +63,7 @@ class InstanceSettings:
     token_dtype: str = "uint32"
     dupe_factor: int = 1
     short_seq_prob: float = 0.1
+    pair_rules: str = "clozeworks"
     language: str = "en"
     bucket_bits: int = dealing.DEFAULT_BUCKET_BITS
     documents: int = 0  # documents in the store (sizes the pair groups)
@@ -262,7 +263,9 @@ def _pair_batches(
     out = []
     for copy in range(s.dupe_factor):
         try:
-            spans = make_pairs(docs, keys, s.mode, s.max_seq_len, copy, counts, s.short_seq_prob)
+            spans = make_pairs(
+                docs, keys, s.mode, s.max_seq_len, copy, counts, s.short_seq_prob, s.pair_rules
+            )
         except ValueError as err:
             raise BadInputError(
                 f"{source}: cannot build {s.mode} pairs ({err}); random segments need a "

@@ -29,7 +29,7 @@ from clozeworks.corpus.shards.blocks import (
     write_manifest,
 )
 from clozeworks.corpus.shards.instances import SequenceBatch, Specials
-from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
+from clozeworks.corpus.shards.pairs import PAIR_RULES, SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE, read_token_counts
 from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
@@ -78,6 +78,7 @@ class ShardConfig:
     num_shards: int | None = None
     sequences_per_shard: int | None = 8192
     short_seq_prob: float = SHORT_SEQ_PROB
+    pair_rules: str = "clozeworks"
     language: str = DEFAULT_LANGUAGE
     premask: str | None = None
     dupe_factor: int = 1
@@ -100,6 +101,8 @@ class ShardConfig:
             raise UsageError(f"--sequences-per-shard must be >= 1, got {self.sequences_per_shard}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise UsageError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.pair_rules not in PAIR_RULES:
+            raise UsageError(f"--pair-rules must be one of {', '.join(PAIR_RULES)}")
         if self.dupe_factor < 1:
             raise UsageError(f"--dupe-factor must be >= 1, got {self.dupe_factor}")
         if self.premask is None and self.dupe_factor != 1:
@@ -143,6 +146,7 @@ class ShardConfig:
             "sequences_per_shard": self.sequences_per_shard,
             "num_shards": self.num_shards,
             "short_seq_prob": self.short_seq_prob if self.mode in PAIR_MODES else None,
+            "pair_rules": self.pair_rules if self.mode in PAIR_MODES else None,
             "sentence_splitter": "sentencex" if self.mode != "single" else None,
             "language": self.language,
             **self.settings,
@@ -346,6 +350,7 @@ def run_shard(
         token_dtype=token_dtype,
         dupe_factor=config.dupe_factor,
         short_seq_prob=config.short_seq_prob,
+        pair_rules=config.pair_rules,
         language=config.language,
         # Sized from the store's text; neither changes which shards come out.
         bucket_bits=dealing.bucket_bits_for(text_bytes * config.dupe_factor),

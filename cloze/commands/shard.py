@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
-from clozeworks.corpus.shards.pairs import SHORT_SEQ_PROB
+from clozeworks.corpus.shards.pairs import PAIR_RULES, SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.schemas.manifest import SHARD_MODES
@@ -57,6 +57,14 @@ def add_shard_arguments(p: Any, with_defaults: bool = True) -> None:
         "pair modes: share of chunks given a random, shorter target length",
         type=float,
     )
+    add(
+        "--pair-rules",
+        "clozeworks",
+        "pair modes: 'reference' makes every one-sentence chunk a random pair and keeps "
+        "over-long sentences whole, as BERT's and ALBERT's create_pretraining_data.py do "
+        "(docs/design.md, where we differ from the reference)",
+        choices=PAIR_RULES,
+    )
     add("--language", DEFAULT_LANGUAGE, "ISO 639 code for sentence splitting")
     add("--premask", None, "write statically masked copies", choices=MASK_KINDS)
     add("--dupe-factor", 1, "masked copies per sequence (needs --premask)", type=int)
@@ -82,6 +90,7 @@ def config_from_args(
         num_shards=args.num_shards,
         sequences_per_shard=args.sequences_per_shard,
         short_seq_prob=args.short_seq_prob,
+        pair_rules=args.pair_rules,
         language=args.language,
         premask=args.premask,
         dupe_factor=args.dupe_factor,

@@ -28,6 +28,11 @@ Three things differ from BERT, each so that labels mean what they say:
 - a sentence longer than the maximum is cut into maximum-length pieces first (counted
   `cut_sentences`) instead of being truncated away.
 
+`rules="reference"` (`cloze shard --pair-rules reference`) restores BERT's first and
+third behaviour. The second has no measurable effect: BERT retries ten times, and with
+groups of at least 2048 documents it would keep its own document with probability
+below 2048**-10.
+
 How: all documents of a batch advance together, one chunk each per step, in numpy over
 the documents that still have sentences left. Segments are contiguous ranges of the
 batch's flat ids, so the work is on sentence lengths and a pair is four token offsets.
@@ -51,6 +56,12 @@ PAIR_MODES = ("nsp", "sop", "sso")
 # How many classes each mode's label has (see docs/design.md for their meaning).
 NUM_LABELS = {"nsp": 2, "sop": 2, "sso": 3}
 SHORT_SEQ_PROB = 0.1  # BERT's default
+# "clozeworks": the label is drawn first and a one-sentence chunk that needs its own
+# continuation is cut in two at a random token; a sentence longer than the maximum is cut
+# into pieces. "reference": as BERT's and ALBERT's create_instances_from_document, a
+# one-sentence chunk is always a random pair, an over-long sentence is kept whole and
+# truncation cuts what does not fit.
+PAIR_RULES = ("clozeworks", "reference")
 # What each random draw of a step is for: one independent stream per purpose.
 _PAIRS, _SHORT, _LENGTH, _LABEL, _CUT, _A_END, _OTHER, _START, _TRIM_A, _TRIM_B = range(10)
 
@@ -132,14 +143,21 @@ def make_pairs(
     copy: int,
     counts: PairCounts,
     short_seq_prob: float = SHORT_SEQ_PROB,
+    rules: str = "clozeworks",
 ) -> PairSpans:
     """The pairs of every document of `batch` (whose keys are `keys`), for dupe-factor copy
     `copy`. A random B comes from another document of `batch`. ValueError if one is needed
-    and there is no other document with a token."""
+    and there is no other document with a token. `rules="reference"`: BERT's and ALBERT's
+    own handling of one-sentence chunks and over-long sentences (see PAIR_RULES)."""
     if mode not in PAIR_MODES:
         raise ValueError(f"unknown pair mode {mode!r}")
+    if rules not in PAIR_RULES:
+        raise ValueError(f"pair rules {rules!r} are not one of {', '.join(PAIR_RULES)}")
+    reference = rules == "reference"
     max_tokens = max_content_tokens(max_seq_len)
-    starts, doc_pieces = _pieces(batch, max_tokens, counts)
+    # The reference keeps an over-long sentence whole; truncation then cuts it to fit.
+    limit = np.iinfo(np.int64).max // 4 if reference else max_tokens
+    starts, doc_pieces = _pieces(batch, limit, counts)
     doc = np.flatnonzero(np.diff(doc_pieces) > 0)  # documents with pieces left
     piece = doc_pieces[doc]  # each one's next piece
     found: list[PairSpans] = []
@@ -161,12 +179,21 @@ def make_pairs(
         label = draws.below(_LABEL, NUM_LABELS[mode])
         is_random = _is_random(mode, label)
         size = starts[piece + 1] - starts[piece]
-        alone = (last == piece) & ~is_random  # one piece that needs its own continuation
-        split = alone & (size >= 2)
-        dropped = alone & (size < 2) & (mode == "sop")
-        forced = alone & (size < 2) & (mode != "sop")
-        label = np.where(forced, NUM_LABELS[mode] - 1, label)
-        is_random |= forced
+        if reference:
+            # BERT: `if len(current_chunk) == 1 or rng.random() < 0.5: is_random_next`;
+            # ALBERT's SOP the same, a random B labelled "not in order" (1).
+            lone = last == piece
+            forced = lone & ~is_random
+            label = np.where(lone, 1 if mode == "sop" else NUM_LABELS[mode] - 1, label)
+            is_random |= lone
+            split = dropped = np.zeros(len(doc), dtype=bool)
+        else:
+            alone = (last == piece) & ~is_random  # one piece that needs its own continuation
+            split = alone & (size >= 2)
+            dropped = alone & (size < 2) & (mode == "sop")
+            forced = alone & (size < 2) & (mode != "sop")
+            label = np.where(forced, NUM_LABELS[mode] - 1, label)
+            is_random |= forced
         counts.split_sentences += int(split.sum())
         counts.forced_random += int(forced.sum())
         counts.dropped_tokens += int(size[dropped].sum())
@@ -292,7 +319,8 @@ def _finish(
     front_b = draws.heads(_TRIM_B, trim_b)
     a_lo, a_hi = a_lo + front_a, a_hi - (trim_a - front_a)
     b_lo, b_hi = b_lo + front_b, b_hi - (trim_b - front_b)
-    swapped = (label == 1) & (mode in ("sop", "sso"))
+    # A random B stays second (ALBERT's one-sentence SOP chunks under the reference rules).
+    swapped = (label == 1) & (mode in ("sop", "sso")) & (other < 0)
     return PairSpans(
         doc=doc,
         step=np.full(len(doc), step, dtype=np.int64),

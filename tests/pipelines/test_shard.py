@@ -274,3 +274,18 @@ def test_premasked_copies_restore_to_the_unmasked_sequences(
     # where both copies hold the same pair, their masks were drawn independently
     twice = [p for p in positions.values() if len(p) == 2]
     assert twice and sum(a == b for a, b in twice) < len(twice) / 2
+
+
+def test_reference_pair_rules_make_one_sentence_chunks_random_pairs(small_build, tmp_path) -> None:
+    # ALBERT's rule: a one-sentence chunk takes B from another document, labelled 1, and is
+    # never cut in two; every token is still placed or counted.
+    directory = _build(small_build, tmp_path, "sop", pair_rules="reference")
+    manifest = read_manifest(directory)
+    stats = manifest.stats
+    assert manifest.settings["pair_rules"] == "reference"
+    assert stats.get("pairs.forced_random", 0) > 0
+    assert stats.get("pairs.split_sentences", 0) == 0 and stats.get("pairs.cut_sentences", 0) == 0
+    placed_or_cut = stats["pairs.own_tokens"] + stats["pairs.own_tokens_truncated"]
+    assert placed_or_cut == stats["shard.document_tokens"]
+    assert stats["pairs.random_tokens"] > 0  # sop's negatives are otherwise all swaps
+    assert {label for _, _, label in _sequences(directory)} == {0, 1}
