@@ -10,16 +10,13 @@ How positions are chosen:
 
 1. The budget is `max(1, round(prob * maskable))` (or what the kind's reference code
    computes, `budget = "reference"`), capped by `max_predictions`.
-2. `token`, `wwm`: units (tokens, or words) are visited in a random order and taken while
-   the running token count stays within the budget. The unit that would cross the budget
-   is taken with probability (remaining budget / its length), so the masked share is
-   unbiased for multi-token units and exact for single tokens. If `max_predictions` leaves
-   no room for that unit, the rest of the budget goes to later units that fit (first fit,
-   as BERT's create_pretraining_data.py does), so a cap equal to the budget does not lower
-   the share.
-3. `span`, `ngram`: SpanBERT's and ALBERT's own sampling loops (`spans.py`): anchors
-   and lengths drawn until the budget is met, rejections and all, so the contiguous masked
-   runs have the reference's length distribution.
+2. `token`: the first `budget` maskable tokens of a random order, as BERT's shuffled
+   candidates.
+3. `wwm`, `span`, `ngram`: BERT's, SpanBERT's and ALBERT's own sampling loops
+   (`spans.py`; BERT's whole-word loop is ALBERT's with one-word n-grams): words skipped
+   when they would cross the budget, anchors rejected when already masked, and so on, so
+   the masked runs have the reference's length distribution and a row's count is its
+   budget whenever some word fits it.
 4. Each chosen position becomes `[MASK]` (80%), a random non-special token (10%: uniform
    over the vocabulary as BERT draws it, or by corpus frequency as SpanBERT does, the
    default for `span` when the tokenizer ships `token_counts.json`) or stays (10%);
@@ -46,13 +43,13 @@ IGNORE_INDEX = -100
 
 # Streams keep the random numbers used for different decisions independent.
 _STREAM_SELECT = 1
-_STREAM_CROSS = 2
+_STREAM_CROSS = 2  # no longer drawn; kept so the others keep their values
 _STREAM_ACTION = 3
 _STREAM_RANDOM_TOKEN = 4
 _STREAM_GROUP_LEN = 5
 _STREAMS = (_STREAM_SELECT, _STREAM_CROSS, _STREAM_ACTION, _STREAM_RANDOM_TOKEN, _STREAM_GROUP_LEN)
-# First-fit passes after a hard cap blocks the crossing unit; more change nothing measurable.
-_FILL_PASSES = 3
+# A length distribution that is always 1: whole words one at a time (BERT's wwm).
+_ONE = torch.ones(1)
 
 
 @dataclass(frozen=True)
@@ -167,26 +164,6 @@ def _budget(
     return torch.minimum(budget, n_maskable)
 
 
-def _fill_under_cap(
-    take: torch.Tensor,
-    candidate: torch.Tensor,
-    sorted_len: torch.Tensor,
-    remaining: torch.Tensor,
-) -> torch.Tensor:
-    """Add units from `candidate` (visiting order) that fit in `remaining` tokens, first fit.
-
-    A few passes of "take the fitting units while their running sum fits" come within a
-    token or two of true first fit, which is what BERT's create_pretraining_data.py does.
-    """
-    for _ in range(_FILL_PASSES):
-        fits = candidate & (sorted_len <= remaining[:, None])  # [B, U]
-        add = fits & (torch.cumsum(sorted_len * fits, 1) <= remaining[:, None])
-        take = take | add
-        remaining = remaining - (sorted_len * add).sum(1)
-        candidate = candidate & ~add
-    return take
-
-
 def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
     """[B, L] bool: the budget[b] smallest keys of each row of `packed` (keys unique)."""
     most = int(budget.max())
@@ -195,44 +172,6 @@ def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
     smallest = torch.topk(packed, most, dim=1, largest=False).values  # [B, most] ascending
     limit = torch.gather(smallest, 1, torch.clamp(budget - 1, min=0)[:, None])  # [B, 1]
     return (packed <= limit) & (budget[:, None] > 0)
-
-
-def _choose_words(
-    packed: torch.Tensor,
-    unit_len: torch.Tensor,
-    units: torch.Tensor,
-    maskable: torch.Tensor,
-    budget: torch.Tensor,
-    cross_keys: torch.Tensor,
-    cap: int | None,
-) -> torch.Tensor:
-    """[B, L] positions of the whole words taken, visiting words in `packed` order."""
-    order = torch.sort(packed, dim=1).values & 0xFFFFF  # [B, U] units in visiting order
-    sorted_len = torch.gather(unit_len, 1, order)  # [B, U]
-    after = torch.cumsum(sorted_len, 1)  # tokens taken once this unit is in
-    before = after - sorted_len
-    live = sorted_len > 0
-    want = budget[:, None]
-    take = live & (after <= want)
-    # The one unit per row that would cross the budget: taken with probability
-    # (budget left / its length), so the expected count is the budget.
-    crossing = live & (before < want) & (after > want)  # [B, U]
-    u_cross = to_unit_interval(cross_keys)[:, None]  # [B, 1]
-    lucky = crossing & (u_cross * sorted_len.to(torch.float32) < (want - before).float())
-    if cap is None:
-        take = take | lucky
-    else:
-        # Under a hard cap the crossing unit may not fit at all; then what is left of the
-        # budget goes to later units that do fit, so the masked share stays at the budget.
-        within_cap = after <= cap
-        take = take | (lucky & within_cap)
-        blocked = (crossing & ~within_cap).any(1)  # [B]
-        if bool(blocked.any()):
-            remaining = torch.where(blocked, budget - (sorted_len * take).sum(1), 0)
-            candidate = live & (before >= want) & ~crossing & blocked[:, None]
-            take = _fill_under_cap(take, candidate, sorted_len, remaining)
-    unit_taken = torch.zeros_like(take).scatter_(1, order, take)  # [B, U]
-    return torch.gather(unit_taken, 1, units) & maskable
 
 
 def mask_tokens(
@@ -257,35 +196,25 @@ def mask_tokens(
     budget = _budget(maskable, attention, settings)  # [B]
     positions = torch.arange(length, device=ids.device)
 
-    if settings.kind in ("span", "ngram"):
+    if settings.kind == "token":
+        # Every unit is one token: the first `budget` tokens in a random visiting order
+        # (BERT's shuffled candidates) are the `budget` smallest of unique keys, a 24-bit
+        # score then the position. topk beats a full sort.
+        score = row_bits(stream[:, 0], length) >> 8  # [B, L]
+        packed = (score.masked_fill(~maskable, 1 << 24) << 20) | positions
+        masked = _smallest(packed, budget) & maskable  # [B, L]
+        units = positions.expand(b, length)
+    else:
         words = _words(ids, maskable, tables)  # [B, L], < L
         table = WordTable.build(words, maskable)
-        cdf = _lengths_cdf(settings).to(ids.device)
         if settings.kind == "span":
+            cdf = _lengths_cdf(settings).to(ids.device)
             masked, units = spanbert_spans(table, maskable, budget, stream[:, 0], stream[:, 4], cdf)
         else:
-            masked, units = albert_ngrams(table, budget, stream[:, 0], stream[:, 4], cdf, maskable)
-    else:
-        tokens = settings.kind == "token"
-        units = positions.expand(b, length) if tokens else _words(ids, maskable, tables)
-        # Visit units in random order: by a 24-bit score, ties by unit index, empty units
-        # last. Packing (score, unit) into one int64 makes every key of a row unique, so
-        # an unstable sort (much faster than a stable one) gives that order.
-        if tokens:
-            unit_len = maskable.to(torch.int64)  # [B, U]
-        else:
-            unit_len = torch.zeros(b, length, dtype=torch.int64, device=ids.device)
-            unit_len.scatter_add_(1, units, maskable.to(torch.int64))  # [B, U] tokens per unit
-        score = row_bits(stream[:, 0], length) >> 8  # [B, U]
-        score = score.masked_fill(unit_len == 0, 1 << 24)
-        packed = (score << 20) | positions  # [B, U]
-        if tokens:
-            # Every unit is one token: the first `budget` units in visiting order are the
-            # `budget` smallest keys, and no unit crosses the budget. topk beats a full sort.
-            masked = _smallest(packed, budget) & maskable  # [B, L]
-        else:
-            masked = _choose_words(
-                packed, unit_len, units, maskable, budget, stream[:, 1], settings.max_predictions
+            # wwm is BERT's loop, which is ALBERT's with n-grams of one word.
+            cdf = _lengths_cdf(settings) if settings.kind == "ngram" else _ONE
+            masked, units = albert_ngrams(
+                table, budget, stream[:, 0], stream[:, 4], cdf.to(ids.device), maskable
             )
 
     # 80/10/10, per token or (span) per run, drawn only where a position is predicted.

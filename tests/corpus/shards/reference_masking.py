@@ -106,3 +106,33 @@ def albert_reference(
             covered.add(index)
             masked.append(index)
     return set(masked)
+
+
+def bert_reference(
+    tokens, is_start, rng, prob=0.15, max_predictions=20, whole_word=True, specials=(CLS, SEP)
+):
+    """google-research/bert create_masked_lm_predictions' choice of positions
+    (do_whole_word_mask as given), without the 80/10/10 that follows it."""
+    cand_indexes = []
+    for i, token in enumerate(tokens):
+        if token in specials:
+            continue
+        if whole_word and len(cand_indexes) >= 1 and not is_start[token]:
+            cand_indexes[-1].append(i)
+        else:
+            cand_indexes.append([i])
+    rng.shuffle(cand_indexes)
+    num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * prob))))  # noqa: RUF046
+    masked = []
+    covered = set()
+    for index_set in cand_indexes:
+        if len(masked) >= num_to_predict:
+            break
+        if len(masked) + len(index_set) > num_to_predict:
+            continue
+        if any(index in covered for index in index_set):
+            continue
+        for index in index_set:
+            covered.add(index)
+            masked.append(index)
+    return set(masked)
