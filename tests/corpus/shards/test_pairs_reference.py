@@ -24,8 +24,9 @@ from clozeworks.corpus.shards.pairs import PairCounts, make_pairs
 from tests.corpus.shards.test_pairs import batch_of
 
 
-def reference(docs, max_seq_length, short_seq_prob, rng):
-    """(length, last chunk, random next) per instance, as create_instances_from_document."""
+def reference(docs, max_seq_length, short_seq_prob, rng, mode="nsp"):
+    """(length, last chunk, random next, swapped) per instance, as BERT's
+    create_instances_from_document (mode "nsp") or ALBERT's (mode "sop")."""
     out = []
     for document_index, document in enumerate(docs):
         max_num_tokens = max_seq_length - 3
@@ -43,7 +44,12 @@ def reference(docs, max_seq_length, short_seq_prob, rng):
                     if len(current_chunk) >= 2:
                         a_end = rng.randint(1, len(current_chunk) - 1)
                     tokens_a = sum(current_chunk[:a_end])
-                    is_random_next = len(current_chunk) == 1 or rng.random() < 0.5
+                    # ALBERT (sop, random_next_sentence False): a one-sentence chunk
+                    # takes a random B; otherwise a coin swaps A and B.
+                    is_random_next = len(current_chunk) == 1 or (
+                        mode == "nsp" and rng.random() < 0.5
+                    )
+                    swapped = False
                     if is_random_next:
                         target_b_length = target_seq_length - tokens_a
                         for _ in range(10):
@@ -60,8 +66,9 @@ def reference(docs, max_seq_length, short_seq_prob, rng):
                         i -= len(current_chunk) - a_end
                     else:
                         tokens_b = sum(current_chunk[a_end:])
+                        swapped = mode == "sop" and rng.random() < 0.5
                     length = min(tokens_a + tokens_b, max_num_tokens) + 3
-                    out.append((length, i >= len(document) - 1, is_random_next))
+                    out.append((length, i >= len(document) - 1, is_random_next, swapped))
                 current_chunk, current_length = [], 0
             i += 1
     return np.array(out)
@@ -120,3 +127,26 @@ def test_reference_rules_match_bert_on_every_pair() -> None:
     assert abs(mean - ref[:, 0].mean()) < 2.5, (mean, ref[:, 0].mean())
     _, ours_random, _, _ = measured("clozeworks")
     assert abs(ours_random - 0.5) < 0.03 and ref[:, 2].mean() > 0.6, ours_random
+
+
+def test_reference_rules_match_albert_sop() -> None:
+    """ALBERT's SOP under `rules="reference"`: a one-sentence chunk takes B from another
+    document (label 1, not swapped), otherwise a coin swaps A and B. Same documents as
+    above: the share of label 1, of random B and the mean length, tolerances as above."""
+    rng = np.random.default_rng(4)
+    docs = []
+    for d in range(3000):
+        n = 1 if d % 4 == 0 else int(rng.integers(2, 20))
+        lengths = rng.integers(5, 41, size=n)
+        long = rng.random(n) < 0.02
+        lengths[long] = rng.integers(130, 300, size=int(long.sum()))
+        docs.append(lengths.tolist())
+    ref = reference(docs, 128, 0.1, random.Random(3), mode="sop")
+    keys = string_keys(3, [str(d) for d in range(len(docs))])
+    spans = make_pairs(batch_of(docs), keys, "sop", 128, 0, PairCounts(), 0.1, "reference")
+    lengths = (spans.first_hi - spans.first_lo) + (spans.second_hi - spans.second_lo) + 3
+    assert abs(len(spans) - len(ref)) < 0.05 * len(ref)
+    ref_label = np.mean(ref[:, 2] | ref[:, 3])
+    assert abs(np.mean(spans.label == 1) - ref_label) < 0.03, (np.mean(spans.label), ref_label)
+    assert abs(np.mean(spans.random_doc >= 0) - ref[:, 2].mean()) < 0.03
+    assert abs(lengths.mean() - ref[:, 0].mean()) < 2.5
