@@ -33,6 +33,7 @@ from clozeworks.corpus.vocab.train import load_tokenizer  # noqa: E402
 from clozeworks.schemas.masking import MaskingSettings  # noqa: E402
 from tests.corpus.shards.reference_masking import (  # noqa: E402
     albert_reference,
+    run_words,
     spanbert_reference,
 )
 
@@ -67,22 +68,9 @@ def make_rows(stream: np.ndarray, n: int, length: int, pairs: bool, cls: int, se
     return rows
 
 
-def run_words(row, masked: set[int], is_start, special) -> list[int]:
-    out, words = [], 0
-    for i, token in enumerate(row):
-        if i in masked:
-            words += 1 if (i - 1 not in masked or is_start[token]) else 0
-        elif words:
-            out.append(words)
-            words = 0
-    if words:
-        out.append(words)
-    return out
-
-
 def stats(rows, masks, is_start, special) -> str:
     runs = np.array(
-        [w for r, m in zip(rows, masks, strict=True) for w in run_words(r, m, is_start, special)],
+        [w for r, m in zip(rows, masks, strict=True) for w in run_words(r, m, is_start)],
         dtype=np.float64,
     )
     maskable = sum(int((~special[np.array(r)]).sum()) for r in rows)

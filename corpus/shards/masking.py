@@ -214,7 +214,7 @@ def mask_tokens(
             # wwm is BERT's loop, which is ALBERT's with n-grams of one word.
             cdf = _lengths_cdf(settings) if settings.kind == "ngram" else _ONE
             masked, units = albert_ngrams(
-                table, budget, stream[:, 0], stream[:, 4], cdf.to(ids.device), maskable
+                table, maskable, budget, stream[:, 0], stream[:, 4], cdf.to(ids.device)
             )
 
     # 80/10/10, per token or (span) per run, drawn only where a position is predicted.

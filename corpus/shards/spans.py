@@ -134,11 +134,11 @@ def spanbert_spans(
 
 def albert_ngrams(
     table: WordTable,
+    maskable: torch.Tensor,
     budget: torch.Tensor,
     order_keys: torch.Tensor,
     length_keys: torch.Tensor,
     cdf: torch.Tensor,
-    maskable: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """([B, L] masked, [B, L] unit ids): ALBERT's n-grams until each row's budget is met."""
     b, length = maskable.shape

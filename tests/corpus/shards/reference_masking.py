@@ -59,19 +59,42 @@ def spanbert_reference(block, is_start, rng, ratio=0.15, p=0.2, lower=1, upper=1
     return mask
 
 
+def candidates(tokens, is_start, specials, whole_word=True):
+    """BERT's and ALBERT's `cand_indexes` (the same loop in both): a list of positions per
+    word, or per token without whole-word masking; [CLS] and [SEP] are none."""
+    cand_indexes = []
+    for i, token in enumerate(tokens):
+        if token in specials:
+            continue
+        if whole_word and len(cand_indexes) >= 1 and not is_start[token]:
+            cand_indexes[-1].append(i)
+        else:
+            cand_indexes.append([i])
+    return cand_indexes
+
+
+def run_words(row, masked, is_start):
+    """Words in each maximal run of masked positions of a row (what the issue measured:
+    touching spans are one run, as SpanBERT's merge_intervals makes them)."""
+    out, words = [], 0
+    for i, token in enumerate(row):
+        if i in masked:
+            first = i == 0 or (i - 1) not in masked
+            words += 1 if (first or is_start[token]) else 0
+        elif words:
+            out.append(words)
+            words = 0
+    if words:
+        out.append(words)
+    return out
+
+
 def albert_reference(
     tokens, is_start, rng, prob=0.15, max_predictions=20, max_ngram=3, specials=(CLS, SEP)
 ):
     """create_masked_lm_predictions' choice of positions (do_whole_word_mask, ngram 3,
     favor_shorter_ngram), without the 80/10/10 that follows it."""
-    cand_indexes = []
-    for i, token in enumerate(tokens):
-        if token in specials:
-            continue
-        if len(cand_indexes) >= 1 and not is_start[token]:
-            cand_indexes[-1].append(i)
-        else:
-            cand_indexes.append([i])
+    cand_indexes = candidates(tokens, is_start, specials)
     num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * prob))))  # noqa: RUF046
     ngrams = np.arange(1, max_ngram + 1, dtype=np.int64)
     pvals = 1.0 / np.arange(1, max_ngram + 1)
@@ -113,14 +136,7 @@ def bert_reference(
 ):
     """google-research/bert create_masked_lm_predictions' choice of positions
     (do_whole_word_mask as given), without the 80/10/10 that follows it."""
-    cand_indexes = []
-    for i, token in enumerate(tokens):
-        if token in specials:
-            continue
-        if whole_word and len(cand_indexes) >= 1 and not is_start[token]:
-            cand_indexes[-1].append(i)
-        else:
-            cand_indexes.append([i])
+    cand_indexes = candidates(tokens, is_start, specials, whole_word)
     rng.shuffle(cand_indexes)
     num_to_predict = min(max_predictions, max(1, int(round(len(tokens) * prob))))  # noqa: RUF046
     masked = []

@@ -27,6 +27,7 @@ from clozeworks.schemas.masking import MaskingSettings
 from tests.corpus.shards.reference_masking import (
     albert_reference,
     bert_reference,
+    run_words,
     spanbert_reference,
 )
 
@@ -56,21 +57,6 @@ def make_rows(pairs, n=3000, seed=0):
             row += [*body.tolist(), SEP]
         rows.append(row)
     return rows, word_start
-
-
-def run_words(row, masked, is_start):
-    """Words in each maximal run of masked positions of a row."""
-    out, words = [], 0
-    for i, token in enumerate(row):
-        if i in masked:
-            first = i == 0 or (i - 1) not in masked
-            words += 1 if (first or is_start[token]) else 0
-        elif words:
-            out.append(words)
-            words = 0
-    if words:
-        out.append(words)
-    return out
 
 
 def ours(rows, word_start, settings):

@@ -98,13 +98,10 @@ def test_pair_lengths_match_berts_where_the_algorithms_agree() -> None:
     assert abs(ours.mean() - ref_lengths.mean()) < 1.0
 
 
-def test_reference_rules_match_bert_on_every_pair() -> None:
-    """`rules="reference"`: every pair, random-next ones and one-sentence chunks included,
-    on documents where the rules matter (a quarter are one sentence, 2% of sentences are
-    longer than a pair). About 5,000 pairs a side: the standard error of a difference in
-    a share is about 1 point, in the mean length about 0.8 tokens; tolerances 3 of them.
-    With our own rules the random-next share is far from BERT's (the last assertion)."""
-    rng = np.random.default_rng(3)
+def documents_where_rules_matter(seed: int) -> list[list[int]]:
+    """Sentence lengths of 3,000 documents: a quarter of one sentence, 2% of sentences
+    longer than a 128-token pair."""
+    rng = np.random.default_rng(seed)
     docs = []
     for d in range(3000):
         n = 1 if d % 4 == 0 else int(rng.integers(2, 20))
@@ -112,6 +109,16 @@ def test_reference_rules_match_bert_on_every_pair() -> None:
         long = rng.random(n) < 0.02
         lengths[long] = rng.integers(130, 300, size=int(long.sum()))
         docs.append(lengths.tolist())
+    return docs
+
+
+def test_reference_rules_match_bert_on_every_pair() -> None:
+    """`rules="reference"`: every pair, random-next ones and one-sentence chunks included,
+    on documents where the rules matter (a quarter are one sentence, 2% of sentences are
+    longer than a pair). About 5,000 pairs a side: the standard error of a difference in
+    a share is about 1 point, in the mean length about 0.8 tokens; tolerances 3 of them.
+    With our own rules the random-next share is far from BERT's (the last assertion)."""
+    docs = documents_where_rules_matter(seed=3)
     ref = reference(docs, 128, 0.1, random.Random(2))
     keys = string_keys(2, [str(d) for d in range(len(docs))])
 
@@ -133,14 +140,7 @@ def test_reference_rules_match_albert_sop() -> None:
     """ALBERT's SOP under `rules="reference"`: a one-sentence chunk takes B from another
     document (label 1, not swapped), otherwise a coin swaps A and B. Same documents as
     above: the share of label 1, of random B and the mean length, tolerances as above."""
-    rng = np.random.default_rng(4)
-    docs = []
-    for d in range(3000):
-        n = 1 if d % 4 == 0 else int(rng.integers(2, 20))
-        lengths = rng.integers(5, 41, size=n)
-        long = rng.random(n) < 0.02
-        lengths[long] = rng.integers(130, 300, size=int(long.sum()))
-        docs.append(lengths.tolist())
+    docs = documents_where_rules_matter(seed=4)
     ref = reference(docs, 128, 0.1, random.Random(3), mode="sop")
     keys = string_keys(3, [str(d) for d in range(len(docs))])
     spans = make_pairs(batch_of(docs), keys, "sop", 128, 0, PairCounts(), 0.1, "reference")
