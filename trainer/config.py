@@ -259,6 +259,9 @@ class TrainConfig:
     # "auto": bf16 autocast on GPU, fp32 on CPU (bf16 matmuls on CPU are slower, not faster).
     precision: str = "auto"
     compile: bool = False
+    # Run the encoder on the real tokens only when a batch has padding (token-wise layers on
+    # [T, H], attention over variable-length rows): the same outputs, less work.
+    unpad: bool = True
     # Recompute each encoder layer in the backward pass instead of keeping its activations
     # (bert-large and roberta-large at long sequences fit where they otherwise do not).
     grad_checkpointing: bool = False

@@ -2,10 +2,13 @@
 has `state_dict()` / `load_state_dict()`; the loop below only drives them.
 
 One step = `grad_accum` micro-batches per rank, gradients averaged over micro-batches and
-ranks (DDP), one optimizer step. A step whose loss or gradient norm is not finite on any
-rank is skipped on every rank (so ranks never diverge), counted, and K in a row stop the
-run. Rank 0 writes `config.json`, `metrics.jsonl` and the checkpoints; a checkpoint holds
-every rank's loader position and RNG states, so a resumed run is bit-identical.
+ranks (DDP), one optimizer step. The step never waits for the device: what depends on the
+data's shape is worked out on the host batch (`batch_index`), losses and counters stay on
+the device until a log line or checkpoint reads them. A step whose loss or gradient norm is
+not finite on any rank updates nothing on every rank (so ranks never diverge), is counted,
+and K in a row stop the run at the next log line (`nonfinite`). Rank 0 writes `config.json`,
+`metrics.jsonl` and the checkpoints; a checkpoint holds every rank's loader position and
+RNG states, so a resumed run is bit-identical.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
 from clozeworks.trainer import init_from, sharding
+from clozeworks.trainer.batch_index import prepare, to_device
 from clozeworks.trainer.checkpoint import (
     DamagedCheckpoint,
     committed_steps,
@@ -51,19 +55,27 @@ from clozeworks.trainer.metrics import (
     METRICS_FILE,
     MetricsLog,
     Window,
+    read,
     read_metrics,
     step_sums,
     summarize,
 )
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.models.bert import Encoder
+from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
 from clozeworks.trainer.objectives import check_objectives, objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.preempt import StopSignals
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
 
-MAX_NONFINITE_IN_A_ROW = 5
-__all__ = ["CONFIG_FILE", "METRICS_FILE", "TrainSummary", "build_model", "train"]
+__all__ = [
+    "CONFIG_FILE",
+    "MAX_NONFINITE_IN_A_ROW",
+    "METRICS_FILE",
+    "TrainSummary",
+    "build_model",
+    "train",
+]
 
 
 @dataclass
@@ -187,6 +199,7 @@ class _Run:
         self.optimizer = build_optimizer(self.model, config.optim, d.device)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
+        self.guard = NonFiniteGuard(d.device)
         self.autocast = partial(_autocast, config.precision, d.device)
         for module in self.model.modules():
             if isinstance(module, Encoder):
@@ -200,6 +213,9 @@ class _Run:
         self.step_model: nn.Module = self.model
         self.signals = StopSignals()
         self._stop_now = False
+        # Under DDP, the previous step's all-reduced stop flag, copied to the host without
+        # waiting; read one step later, when that copy is long done.
+        self._stop_flag: tuple[torch.Tensor, Any] | None = None
         self.window = Window()
         if d.active and not self.fsdp:
             ids = [d.device.index] if d.device.type == "cuda" else None
@@ -286,14 +302,9 @@ class _Run:
                 phase_index = _phase_at(self.phases, state.step)
                 loader = self._loader(phase_index)
                 batches = _forever(loader)
-            micro = [_to_device(next(batches), d.device) for _ in range(config.grad_accum)]
-            sums, grad_norm = self._step(micro)
-            if sums is None:
-                if self._stop_now:
-                    return self._stop(phase_index, loader, saved_at)
-                continue
+            micro = [prepare(next(batches), config.unpad) for _ in range(config.grad_accum)]
+            sums, grad_norm, sequences, tokens = self._step(micro)
             state.step += 1
-            sequences, tokens = int(sums.pop("sequences")), int(sums.pop("tokens"))
             state.sequences += sequences
             state.tokens += tokens
             self.window.add(sums, config.grad_accum * d.world_size, sequences, tokens)
@@ -306,6 +317,7 @@ class _Run:
             if evaluated:
                 self._last_eval = self.evaluate()
             if state.step % config.log_every == 0 or state.step == config.max_steps or evaluated:
+                self._settle()
                 record = self.window.flush(
                     state.step, self.scheduler.get_last_lr()[0], grad_norm, state.skipped_nonfinite
                 )
@@ -329,18 +341,44 @@ class _Run:
             self._last_checkpoint = self._save(phase_index, loader)
         return self.signals.requested or "a signal on another rank"
 
-    def _step(self, micro: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float] | None, float]:
-        """Forward and backward every micro-batch, then one optimizer step.
+    def _step(
+        self, micro: list[dict[str, Any]]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, int, int]:
+        """Forward and backward every micro-batch (host batches, `prepare`d), then one
+        optimizer step: the host's share (`_plan`), then the device's (`_apply`), which reads
+        no device value on the host.
 
-        Returns the step's sums over all ranks (None if it was skipped) and the gradient norm.
+        Returns the step's sums over all ranks (device tensors), the gradient norm, and this
+        rank's sequences and real tokens.
         """
+        scale, sequences, tokens = self._plan(micro)
+        sums, grad_norm = self._apply(micro, scale)
+        return sums, grad_norm, sequences, tokens
+
+    def _plan(self, micro: list[dict[str, Any]]) -> tuple[torch.Tensor, int, int]:
+        """From the host batches: each micro-batch's loss weight per objective [M, O] (every
+        objective's loss is normalized by its count over the whole global batch, so
+        accumulation and DDP give one big batch's gradient), sequences and real tokens."""
+        d = self.d
+        names = tuple(self.model.loss_weights)  # type: ignore[arg-type]
+        counts = torch.tensor([objective_counts(b, names) for b in micro], dtype=torch.float64)
+        totals = counts.sum(0)  # [O]
+        if d.active:
+            totals = d.all_reduce_sum(totals.to(d.device, non_blocking=True))
+        scale = counts.to(totals.device, non_blocking=True) * d.world_size / totals.clamp(min=1)
+        sequences = sum(int(b["input_ids"].shape[0]) for b in micro)
+        tokens = sum(int(b["attention_mask"].sum()) for b in micro)
+        return scale.float(), sequences, tokens
+
+    def _apply(
+        self, micro: list[dict[str, Any]], scale: torch.Tensor
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         config, d, state = self.config, self.d, self.state
         weights: dict[str, float] = self.model.loss_weights  # type: ignore[assignment]
         names = tuple(weights)
-        counts = torch.tensor([objective_counts(b, names) for b in micro], dtype=torch.float64)
-        totals = d.all_reduce_sum(counts.sum(0)).clamp(min=1).tolist()
         outputs = []
-        for i, batch in enumerate(micro):
+        for i, host in enumerate(micro):
+            batch = to_device(host, d.device)
             last = i == len(micro) - 1
             sync: Any = contextlib.nullcontext()
             if self.fsdp:
@@ -350,40 +388,49 @@ class _Run:
             with sync:
                 with self.autocast():
                     out = self.step_model(batch, seed=mix_seed(config.seed, state.step, i, d.rank))
-                # Each objective's mean over the whole global batch; DDP averages over ranks,
-                # so the world size is multiplied back in.
-                loss = sum(
-                    weights[o] * out[f"{o}_loss"] * out[f"{o}_count"] * (d.world_size / total)
-                    for o, total in zip(names, totals, strict=True)
-                )
+                loss = sum(weights[o] * out[f"{o}_loss"] * scale[i, j] for j, o in enumerate(names))
                 loss.backward()  # type: ignore[union-attr]
             outputs.append(out)
         clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
-        grad_norm = sharding.as_float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        grad_norm = sharding.full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         sums = step_sums(outputs)
-        sums["sequences"] = float(sum(b["input_ids"].shape[0] for b in micro))
-        sums["tokens"] = float(sum(int(b["attention_mask"].sum()) for b in micro))
-        # Rides on the step's all-reduce: every rank stops after the same step.
-        sums["stop"] = 1.0 if self.signals.requested else 0.0
         if d.active:
-            vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
-            sums = dict(zip(sums, vector.tolist(), strict=True))
-        self._stop_now = sums.pop("stop") > 0
-        if not (math.isfinite(grad_norm) and all(math.isfinite(v) for v in sums.values())):
-            self.optimizer.zero_grad(set_to_none=True)
-            state.skipped_nonfinite += 1
-            state.nonfinite_streak += 1
-            if state.nonfinite_streak >= MAX_NONFINITE_IN_A_ROW:
-                raise ClozeError(
-                    f"loss was not finite for {state.nonfinite_streak} steps in a row at step "
-                    f"{state.step}; lower the learning rate or check the data"
-                )
-            return None, grad_norm
-        state.nonfinite_streak = 0
-        self.optimizer.step()
+            # Rides on the step's all-reduce: every rank sees every rank's losses (a
+            # non-finite one anywhere skips the step everywhere) and stop requests.
+            keys = list(sums)
+            stop = torch.tensor([1.0 if self.signals.requested else 0.0], dtype=torch.float64)
+            vector = torch.cat(
+                [
+                    torch.stack([sums[k].to(d.device, non_blocking=True) for k in keys]),
+                    stop.to(d.device, non_blocking=True),
+                ]
+            )
+            vector = d.all_reduce_sum(vector)
+            sums = dict(zip(keys, vector[:-1].unbind(), strict=True))
+            self._stop_now = self._previous_stop()
+            self._stop_flag = _copy_to_host(vector[-1:])
+        else:
+            self._stop_now = bool(self.signals.requested)
+        finite = torch.isfinite(grad_norm) & torch.isfinite(sums["loss"].to(grad_norm.device))
+        self.guard.step(self.optimizer, finite)
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return sums, grad_norm
+
+    def _previous_stop(self) -> bool:
+        """The stop flag all-reduced by the previous step (False on the first)."""
+        if self._stop_flag is None:
+            return False
+        value, ready = self._stop_flag
+        if ready is not None:
+            ready.synchronize()
+        return bool(value[0] > 0)
+
+    def _settle(self) -> None:
+        """Skipped steps into the train state (a host read: log lines and checkpoints)."""
+        skipped, streak = self.guard.settle(self.state.step)
+        self.state.skipped_nonfinite += skipped
+        self.state.nonfinite_streak = streak
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:
@@ -396,10 +443,11 @@ class _Run:
             if i >= config.eval_batches:
                 break
             with self.autocast():
-                out = self.model(_to_device(batch, d.device), seed=mix_seed(config.seed, i, d.rank))
+                batch = to_device(prepare(batch, config.unpad), d.device)
+                out = self.model(batch, seed=mix_seed(config.seed, i, d.rank))
             outputs.append({k: v.detach() for k, v in out.items()})
         self.model.train()
-        sums = step_sums(outputs)
+        sums = read(step_sums(outputs))
         sums["batches"] = float(len(outputs))
         if d.active:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
@@ -440,6 +488,7 @@ class _Run:
             )
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state.load_state_dict(saved["train"])
+        self.guard.resume(self.state.nonfinite_streak)
         if "window" in saved:  # checkpoints before the window was saved start a new one
             self.window.load_state_dict(saved["window"])
         mine = ranks[self.d.rank % len(ranks)]
@@ -488,6 +537,7 @@ class _Run:
         return state
 
     def _save(self, phase_index: int, loader: Any) -> Path | None:
+        self._settle()
         ranks = self.d.gather_json({"loader": loader.state_dict(), "rng": rng_state()})
         model: nn.Module = self.model
         optimizer: Any = self.optimizer
@@ -562,10 +612,15 @@ def _forever(loader: Any) -> Iterator[dict[str, torch.Tensor]]:
         yield from loader
 
 
-def _to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    if device.type == "cpu":
-        return batch
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+def _copy_to_host(value: torch.Tensor) -> tuple[torch.Tensor, Any]:
+    """A copy of `value` on the host that does not wait for the device, and the event that
+    marks it done (None on the CPU)."""
+    if value.device.type != "cuda":
+        return value.clone(), None
+    host = value.to("cpu", non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return host, done
 
 
 def _autocast(precision: str, device: torch.device) -> Any:

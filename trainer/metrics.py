@@ -18,14 +18,24 @@ METRICS_FILE = "metrics.jsonl"
 RESUMES_FILE = "resumes.json"
 
 
-def step_sums(outputs: list[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Sums over one step's micro-batches: every NAME_loss, NAME_correct, NAME_count."""
-    sums: dict[str, float] = {}
+def step_sums(outputs: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Sums over one step's micro-batches: every NAME_loss, NAME_correct, NAME_count.
+
+    Tensors where the model left them (on the device): reading them is a host-device sync,
+    which the loop leaves to its log lines.
+    """
+    sums: dict[str, torch.Tensor] = {}
     for out in outputs:
         for key, value in out.items():
             if key.endswith(("_loss", "_correct", "_count")) or key == "loss":
-                sums[key] = sums.get(key, 0.0) + float(value.detach())
+                value = value.detach().to(torch.float64)
+                sums[key] = sums[key] + value if key in sums else value
     return sums
+
+
+def read(sums: dict[str, Any]) -> dict[str, float]:
+    """Host floats from tensors (one sync per device), for a log line or a checkpoint."""
+    return {key: float(value) for key, value in sums.items()}
 
 
 def summarize(sums: dict[str, float], batches: int, prefix: str = "") -> dict[str, float]:
@@ -50,7 +60,7 @@ class Window:
         self.started = time.perf_counter()
         self.steps = 0
         self.batches = 0
-        self.sums: dict[str, float] = {}
+        self.sums: dict[str, Any] = {}  # floats or tensors: read at flush
         self.sequences = 0
         self.tokens = 0
 
@@ -60,7 +70,7 @@ class Window:
         return {
             "steps": self.steps,
             "batches": self.batches,
-            "sums": dict(self.sums),
+            "sums": read(self.sums),
             "sequences": self.sequences,
             "tokens": self.tokens,
         }
@@ -73,7 +83,7 @@ class Window:
         self.sequences = int(state["sequences"])
         self.tokens = int(state["tokens"])
 
-    def add(self, sums: dict[str, float], batches: int, sequences: int, tokens: int) -> None:
+    def add(self, sums: dict[str, Any], batches: int, sequences: int, tokens: int) -> None:
         self.steps += 1
         self.batches += batches
         for key, value in sums.items():
@@ -81,12 +91,13 @@ class Window:
         self.sequences += sequences
         self.tokens += tokens
 
-    def flush(self, step: int, lr: float, grad_norm: float, skipped: int) -> dict[str, Any]:
+    def flush(self, step: int, lr: float, grad_norm: Any, skipped: int) -> dict[str, Any]:
+        record: dict[str, Any] = {"step": step, **summarize(read(self.sums), self.batches)}
+        # After the reads: they wait for the device, so the rate covers the steps' work.
         elapsed = max(time.perf_counter() - self.started, 1e-9)
-        record: dict[str, Any] = {"step": step, **summarize(self.sums, self.batches)}
         record.update(
             lr=lr,
-            grad_norm=grad_norm,
+            grad_norm=float(grad_norm),
             sequences_per_s=self.sequences / elapsed,
             tokens_per_s=self.tokens / elapsed,
             skipped_nonfinite=skipped,

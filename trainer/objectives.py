@@ -14,12 +14,15 @@ Objectives (`TrainConfig.objectives`):
 
 A model's forward takes the loader's batch dict and returns the total `loss` and, per
 objective NAME, `NAME_loss`, `NAME_correct` and `NAME_count` (tensors, so ranks can sum them).
+It reads the host's flat label indices and packing (`trainer/batch_index.py`) when the batch
+carries them, so a training step has no shape that the device must report back.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +30,7 @@ from torch import nn
 
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
+from clozeworks.trainer.batch_index import PACKING, flat_index
 from clozeworks.trainer.config import SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
 from clozeworks.trainer.models.bert import IGNORE_INDEX, Encoder, init_weights, padded_vocab
 
@@ -91,20 +95,21 @@ class SpanBoundaryHead(nn.Module):
         self.out = MLMHead(config, word)
 
     def forward(
-        self, h: torch.Tensor, predict: torch.Tensor, batch: dict[str, torch.Tensor] | None = None
+        self, h: torch.Tensor, index: torch.Tensor, batch: dict[str, torch.Tensor]
     ) -> torch.Tensor:
-        """Logits [N, V] for the predicted positions, in row-major order.
+        """Logits [N, V] for the predicted positions `index` (flat, row-major).
 
         Span boundaries and offsets come from the loader's `sbo_left_positions`,
         `sbo_right_positions` and `sbo_offsets`; without them, the same spans are found
         here: a span is a maximal run of predicted positions.
         """
-        rows = torch.nonzero(predict, as_tuple=True)  # N predicted positions
-        if batch is not None and SBO_LEFT in batch:
+        length = h.shape[1]
+        rows = (index // length, index % length)  # N predicted positions
+        if SBO_LEFT in batch:
             left, right = batch[SBO_LEFT], batch[SBO_RIGHT]  # [B, L] each
             offset = batch[SBO_OFFSETS][rows]  # [N]
         else:
-            left, right = span_boundaries(predict)
+            left, right = span_boundaries(batch["labels"] != IGNORE_INDEX)
             offset = rows[1] - left[rows] - 1
         inside = offset.clamp(max=self.position.num_embeddings - 1)  # [N]
         x = torch.cat(
@@ -152,7 +157,8 @@ def classification(
     loss = F.cross_entropy(logits.float(), targets, reduction="sum") / max(count, 1)
     out[f"{name}_loss"] = loss
     out[f"{name}_correct"] = (logits.argmax(-1) == targets).sum()
-    out[f"{name}_count"] = torch.tensor(count, device=logits.device)
+    # On the host: the count is known there (a shape), and a host-to-device copy would wait.
+    out[f"{name}_count"] = torch.tensor(count)
     return loss
 
 
@@ -175,26 +181,30 @@ class Pretraining(nn.Module):
         self.loss_weights = {o: 1.0 for o in objectives}
         self.apply(partial(init_weights, std=config.initializer_range))
 
-    def forward(self, batch: dict[str, torch.Tensor], seed: int = 0) -> Outputs:
+    def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
         """Losses and counts for one batch; `labels` is -100 where nothing is predicted."""
         h = self.encoder(
-            batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")
+            batch["input_ids"],
+            batch["attention_mask"],
+            batch.get("token_type_ids"),
+            batch.get(PACKING),
         )  # [B, L, H]
         out: Outputs = {}
-        labels = batch["labels"]
-        predict = labels != IGNORE_INDEX  # [B, L]
-        loss = classification(out, "mlm", self.mlm(h[predict]), labels[predict])
+        index = flat_index(batch, "labels")  # [N]
+        flat = h.flatten(0, 1)  # [B * L, H]
+        targets = batch["labels"].flatten().index_select(0, index)  # [N]
+        loss = classification(out, "mlm", self.mlm(flat.index_select(0, index)), targets)
         if self.sentence is not None and self.sentence_objective is not None:
             key = SENTENCE_LABEL_KEYS[self.sentence_objective]
             logits = self.sentence(h)  # [B, C]
             loss = loss + classification(out, self.sentence_objective, logits, batch[key])
         if self.sbo is not None:
-            logits = self.sbo(h, predict, batch)
-            loss = loss + classification(out, "sbo", logits, labels[predict])
+            logits = self.sbo(h, index, batch)
+            loss = loss + classification(out, "sbo", logits, targets)
         if "wso" in self.objectives:
-            wso = batch[WSO_LABELS]
-            shuffled = wso != IGNORE_INDEX  # [B, L]
-            loss = loss + classification(out, "wso", self.mlm(h[shuffled]), wso[shuffled])
+            shuffled = flat_index(batch, WSO_LABELS)  # [S]
+            wso = batch[WSO_LABELS].flatten().index_select(0, shuffled)
+            loss = loss + classification(out, "wso", self.mlm(flat.index_select(0, shuffled)), wso)
         out["loss"] = loss
         return out
 

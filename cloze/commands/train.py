@@ -116,6 +116,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "processes (FSDP) instead of a whole copy per process (DDP)",
     )
     p.add_argument(
+        "--unpad",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the encoder on real tokens only when a batch has padding (default: on)",
+    )
+    p.add_argument(
         "--grad-checkpointing",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -217,6 +223,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "precision": args.precision,
         "compile": args.compile or None,
         "grad_checkpointing": args.grad_checkpointing,
+        "unpad": args.unpad,
         "fsdp": args.fsdp,
         "num_workers": args.num_workers,
         "shuffle_buffer": args.shuffle_buffer,

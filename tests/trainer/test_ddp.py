@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from clozeworks.schemas.manifest import read_manifest
+from clozeworks.trainer.batch_index import prepare
 from clozeworks.trainer.config import load_config_file, preset
 from clozeworks.trainer.datasets import dataset_for
 from clozeworks.trainer.distributed import Dist
@@ -86,8 +87,8 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
     ]
     losses = []
     for _ in range(STEPS):
-        sums, _ = reference._step([next(loader) for loader in loaders])
-        losses.append(sums["loss"] / 2)
+        sums, *_ = reference._step([prepare(next(loader), config.unpad) for loader in loaders])
+        losses.append(float(sums["loss"]) / 2)
     ddp = load_file(run / f"step-{STEPS:07d}" / "model.safetensors")
     ours = reference.model.state_dict()
     for name, tensor in ddp.items():

@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 
 from clozeworks.schemas.errors import ClozeError
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.batch_index import prepare
 from clozeworks.trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run, train
@@ -139,8 +140,8 @@ def test_accumulation_gives_the_gradient_of_one_big_batch(nsp_shards, tmp_path) 
     loader = iter(accum._loader(0))
     for _ in range(3):
         micro = [next(loader), next(loader)]
-        accum._step(micro)
-        big._step([concat(micro)])
+        accum._step([prepare(b, unpad=True) for b in micro])
+        big._step([prepare(concat(micro), unpad=True)])
     a, b = accum.model.state_dict(), big.model.state_dict()
     for name in a:
         assert torch.allclose(a[name], b[name], atol=1e-6, rtol=1e-5), name
@@ -149,7 +150,9 @@ def test_accumulation_gives_the_gradient_of_one_big_batch(nsp_shards, tmp_path) 
 def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) -> None:
     # A step size of 1e30 overflows every weight: from the second step on the loss is NaN.
     config = tiny_config(optim={"lr": 1e30, "warmup_steps": 0, "grad_clip": 0.0}, max_steps=20)
-    with pytest.raises(ClozeError, match="not finite for 5 steps in a row at step 1"):
+    # Step 1 is finite, steps 2-6 are not (their updates skipped): the log line after them
+    # (every 2 steps) stops the run.
+    with pytest.raises(ClozeError, match="not finite for 5 steps in a row by step 6"):
         train(config, shards_dir, tmp_path / "run", progress=False)
 
 

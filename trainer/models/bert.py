@@ -1,7 +1,10 @@
 """BERT (Devlin et al. 2019), readable top to bottom.
 
 Post-LN as published (`pre_ln=True` for the pre-LN variant), attention through
-`scaled_dot_product_attention` with one fused q/k/v projection. The other families reuse
+`scaled_dot_product_attention` with one fused q/k/v projection. Given a `Packing` (the
+host's map of where a padded batch's real tokens are), the encoder runs unpadded: every
+token-wise layer on the T real tokens only, attention over variable-length rows (a jagged
+nested tensor: FlashAttention's variable-length kernel on a GPU). The other families reuse
 these blocks: RoBERTa drops token types, ALBERT factorizes the embedding and shares layers,
 ELECTRA pairs a small generator with a discriminator. The heads (MLM over predicted
 positions only, sentence classifier, ...) are in `trainer/objectives.py`.
@@ -14,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from clozeworks.trainer.batch_index import Packing
 from clozeworks.trainer.config import ModelConfig
 
 IGNORE_INDEX = -100
@@ -38,15 +42,21 @@ class Embeddings(nn.Module):
         self.norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> torch.Tensor:
-        length = input_ids.shape[1]
-        positions = torch.arange(length, device=input_ids.device)
-        x = self.word(input_ids) + self.position(positions)  # [B, L, E]
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[B, L] ids -> [B, L, E]; or [T] unpadded ids with their `positions` -> [T, E]."""
+        if positions is None:
+            positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = self.word(input_ids) + self.position(positions)  # [B, L, E] or [T, E]
         if self.token_type is not None:
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
             x = x + self.token_type(token_type_ids)
-        return self.dropout(self.norm(x))  # [B, L, E]
+        return self.dropout(self.norm(x))
 
 
 class SelfAttention(nn.Module):
@@ -57,13 +67,47 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
         self.attention_dropout = config.attention_dropout
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | Packing) -> torch.Tensor:
+        p = self.attention_dropout if self.training else 0.0
+        if isinstance(mask, Packing):
+            # CPUs have no variable-length kernel (the jagged path loops over rows there):
+            # attention runs padded, everything else stays unpadded.
+            y = self._jagged(x, mask, p) if x.is_cuda else self._repadded(x, mask, p)
+            return self.out(y)  # [T, H]
         b, length, hidden = x.shape
         q, k, v = self.qkv(x).split(hidden, dim=2)  # 3 x [B, L, H]
         q, k, v = (t.view(b, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
-        p = self.attention_dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # [B, A, L, D]
         return self.out(y.transpose(1, 2).reshape(b, length, hidden))  # [B, L, H]
+
+    def _jagged(self, x: torch.Tensor, packing: Packing, p: float) -> torch.Tensor:
+        """Attention of unpadded tokens [T, H], each row attending within itself."""
+        tokens, hidden = x.shape
+        qkv = self.qkv(x).view(tokens, 3, self.heads, -1)  # [T, 3, A, D]
+
+        def rows(t: torch.Tensor) -> torch.Tensor:  # [T, A, D] -> [B, A, j, D]
+            return torch.nested.nested_tensor_from_jagged(
+                t.contiguous(),
+                packing.offsets,
+                min_seqlen=packing.min_len,
+                max_seqlen=packing.max_len,
+            ).transpose(1, 2)
+
+        q, k, v = (rows(t) for t in qkv.unbind(1))
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # [B, A, j, D]
+        return y.transpose(1, 2).values().reshape(tokens, hidden)  # [T, H]
+
+    def _repadded(self, x: torch.Tensor, packing: Packing, p: float) -> torch.Tensor:
+        """The same for a device without a variable-length kernel: q, k, v scattered back
+        into [B, L] rows for padded attention, the result gathered again."""
+        b, length, hidden = packing.rows, packing.length, x.shape[-1]
+        qkv = x.new_zeros(b * length, 3 * hidden).index_copy(0, packing.index, self.qkv(x))
+        q, k, v = qkv.view(b, length, 3 * hidden).split(hidden, dim=2)  # 3 x [B, L, H]
+        q, k, v = (t.view(b, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        real = torch.zeros(b * length, dtype=torch.bool, device=x.device)
+        mask = real.index_fill(0, packing.index, True).view(b, 1, 1, length)  # [B, 1, 1, L]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # [B, A, L, D]
+        return y.transpose(1, 2).reshape(b * length, hidden).index_select(0, packing.index)
 
 
 class FeedForward(nn.Module):
@@ -86,7 +130,7 @@ class Layer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | Packing) -> torch.Tensor:
         if self.pre_ln:
             x = x + self.dropout(self.attention(self.attention_norm(x), mask))
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
@@ -128,16 +172,28 @@ class Encoder(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        packing: Packing | None = None,
     ) -> torch.Tensor:
-        x = self.embeddings(input_ids, token_type_ids)  # [B, L, E]
+        mask: torch.Tensor | Packing
+        if packing is None:
+            x = self.embeddings(input_ids, token_type_ids)  # [B, L, E]
+            mask = attention_mask.bool()[:, None, None, :]  # [B, 1, 1, L], True = attend
+        else:
+            types = None if token_type_ids is None else token_type_ids.flatten()[packing.index]
+            x = self.embeddings(input_ids.flatten()[packing.index], types, packing.positions)
+            mask = packing  # x: [T, E]
         if self.project is not None:
-            x = self.project(x)  # [B, L, H]
-        mask = attention_mask.bool()[:, None, None, :]  # [B, 1, 1, L], True = attend
+            x = self.project(x)  # [B, L, H] or [T, H]
         # The RNG state is replayed on recomputation, so dropout masks are the same.
         recompute = self.checkpointing and self.training and torch.is_grad_enabled()
         for layer in self.layers:
             x = checkpoint(layer, x, mask, use_reentrant=False) if recompute else layer(x, mask)
-        return x if self.final_norm is None else self.final_norm(x)  # [B, L, H]
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        if packing is None:
+            return x  # [B, L, H]
+        padded = x.new_zeros(packing.rows * packing.length, x.shape[-1])  # [B * L, H]
+        return padded.index_copy(0, packing.index, x).view(packing.rows, packing.length, -1)
 
 
 def init_weights(module: nn.Module, std: float) -> None:

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from clozeworks.trainer.batch_index import PACKING, flat_index
 from clozeworks.trainer.config import ModelConfig
-from clozeworks.trainer.models.bert import IGNORE_INDEX, Encoder, init_weights
+from clozeworks.trainer.models.bert import Encoder, init_weights
 from clozeworks.trainer.objectives import MLMHead, Outputs, RTDHead, classification
 
 
@@ -53,29 +55,34 @@ class ElectraPretraining(nn.Module):
         self.loss_weights = {"mlm": 1.0, "rtd": config.rtd_weight}
         self.apply(partial(init_weights, std=config.initializer_range))
 
-    def forward(self, batch: dict[str, torch.Tensor], seed: int = 0) -> Outputs:
+    def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
         ids, attention = batch["input_ids"], batch["attention_mask"]
         types, labels = batch.get("token_type_ids"), batch["labels"]
+        packing = batch.get(PACKING)
         out: Outputs = {}
-        predict = labels != IGNORE_INDEX  # [B, L]
-        g = self.generator(ids, attention, types)  # [B, L, Hg]
-        logits = self.mlm(g[predict])  # [N, V]
-        mlm_loss = classification(out, "mlm", logits, labels[predict])
+        index = flat_index(batch, "labels")  # [N]
+        g = self.generator(ids, attention, types, packing)  # [B, L, Hg]
+        logits = self.mlm(g.flatten(0, 1).index_select(0, index))  # [N, V]
+        targets = labels.flatten().index_select(0, index)  # [N]
+        mlm_loss = classification(out, "mlm", logits, targets)
 
         with torch.no_grad():
             sampled = gumbel_sample(logits.detach(), seed)  # [N]
-        original = torch.where(predict, labels, ids)  # [B, L]
-        corrupted = original.clone()
-        corrupted[predict] = sampled
-        replaced = corrupted != original  # [B, L]; a sample equal to the original is "real"
+        original = ids.flatten().index_copy(0, index, targets)  # [B * L]
+        corrupted = original.index_copy(0, index, sampled)
+        # A sample equal to the original is "real".
+        replaced = (corrupted != original).view_as(ids)  # [B, L]
 
-        d = self.discriminator(corrupted, attention, types)  # [B, L, H]
+        d = self.discriminator(corrupted.view_as(ids), attention, types, packing)  # [B, L, H]
         rtd_logits = self.rtd(d)  # [B, L]
-        real = attention.bool()
-        target = replaced[real].float()  # [T]
-        rtd_loss = F.binary_cross_entropy_with_logits(rtd_logits[real].float(), target)
+        real = attention.float()  # [B, L]; padding weighs nothing (no boolean index: no sync)
+        count = real.sum()
+        each = F.binary_cross_entropy_with_logits(
+            rtd_logits.float(), replaced.float(), reduction="none"
+        )  # [B, L]
+        rtd_loss = (each * real).sum() / count.clamp(min=1)
         out["rtd_loss"] = rtd_loss
-        out["rtd_correct"] = ((rtd_logits[real] > 0) == replaced[real]).sum()
-        out["rtd_count"] = real.sum()
+        out["rtd_correct"] = (((rtd_logits > 0) == replaced) & attention.bool()).sum()
+        out["rtd_count"] = count
         out["loss"] = mlm_loss + self.config.rtd_weight * rtd_loss
         return out
