@@ -1,28 +1,49 @@
-"""Training throughput and model FLOPs utilization (MFU) on a GPU.
+"""Training throughput and model FLOPs utilization (MFU) on a GPU, from real shards.
 
-Our model with its real training step (bf16 autocast, fused AdamW, clipping) and, for
-comparison on the same batches, Hugging Face `BertForPreTraining` (sdpa attention, bf16
-autocast, fused AdamW). FLOPs per token follow the PaLM paper's count (appendix B):
-6 x (non-embedding parameters) + 12 x layers x hidden x length, for the forward and
-backward passes; the MLM decoder adds 6 x hidden x vocab per predicted token for us and
-per token for transformers, which computes logits everywhere. MFU is achieved FLOP/s over
-the GPU's peak bf16 dense FLOP/s (`--peak-tflops`, or a table of common GPUs).
+Ours is the trainer's own step (`_Run._step`: host-side indices and unpadding, bf16
+autocast, clipping, fused AdamW with the non-finite guard, the schedule) fed by the real
+loader (`--workers` processes, pinned memory). Transformers' `BertForPreTraining` (sdpa
+attention, bf16 autocast, fused AdamW, clipping) trains on the same batches. Three timings:
 
-    python -m bench.train.gpu                     # bert-base, length 128, batch 64
-    python -m bench.train.gpu --preset bert-large --seq-len 512 --batch 16 --compile
-Prints "no GPU" and exits 0 when CUDA is not available.
+- `clozeworks`: our step with the loader running alongside, as in `cloze train`;
+- `clozeworks, batches ready`: the same step on batches read beforehand, so the ratio of
+  the two is the share of the step the GPU is busy with the real loader (goal >= 95%);
+- `transformers`: its step on the batches read beforehand.
+
+Tokens are real (non-padding) tokens, the same for every row. FLOPs per real token follow
+the PaLM paper's count (appendix B): 6 x non-embedding parameters + 12 x layers x hidden x
+mean row length, plus the MLM decoder's 6 x hidden x vocab per predicted token (we decode
+predicted positions only, transformers every position: both are counted at the predicted
+positions, the useful work). MFU is that over the GPU's peak bf16 dense FLOP/s.
+
+    cloze shard --input DOCS --tokenizer TOK --output shards128 --mode nsp --max-seq-len 128
+    python -m bench.train.gpu --data shards128 --batch 256
+    python -m bench.train.gpu --data shards512 --batch 32 --compile
+`--device cpu` runs the same code in fp32 on the CPU (a smoke run: no MFU).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import torch
 
 # Dense bf16 tensor-core peaks (TFLOP/s) from the vendors' data sheets.
-PEAK_TFLOPS = {"H100": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0, "L40": 181.0, "T4": 65.0}
+PEAK_TFLOPS = {
+    "H200": 989.0,
+    "H100": 989.0,
+    "A100": 312.0,
+    "L4": 121.0,
+    "A10": 125.0,
+    "L40": 181.0,
+    "T4": 65.0,
+}
 
 
 def peak_tflops(name: str) -> float | None:
@@ -32,83 +53,166 @@ def peak_tflops(name: str) -> float | None:
     return None
 
 
-def main() -> int:
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--data", required=True, help="a shard directory (cloze shard --mode nsp)")
     p.add_argument("--preset", default="bert-base")
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--vocab", type=int, default=30522)
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--steps", type=int, default=30, help="timed steps per contender")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps first (compilation)")
+    p.add_argument("--workers", type=int, default=4, help="loader processes")
     p.add_argument("--compile", action="store_true", help="torch.compile our encoder")
+    p.add_argument("--no-unpad", dest="unpad", action="store_false")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     p.add_argument("--peak-tflops", type=float, help="the GPU's peak bf16 TFLOP/s")
-    args = p.parse_args()
-    if not torch.cuda.is_available():
-        print("no GPU: nothing measured (bench/train/run.py compares step times on the CPU)")
+    args = p.parse_args(argv)
+    cuda = torch.cuda.is_available() and args.device != "cpu"
+    if args.device == "cuda" and not cuda:
+        print("no GPU: nothing measured (--device cpu runs the same code on the CPU)")
         return 0
+    device = torch.device("cuda" if cuda else "cpu")
 
     import transformers
 
-    from bench.train.run import batches, hf_groups
-    from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
+    from bench.train.run import hf_groups
+    from clozeworks.trainer.batch_index import prepare, to_device
+    from clozeworks.trainer.config import TrainConfig, preset
+    from clozeworks.trainer.distributed import Dist
     from clozeworks.trainer.export import to_transformers
-    from clozeworks.trainer.models import build_model
-    from clozeworks.trainer.optim import build_optimizer
+    from clozeworks.trainer.loop import _Run
 
-    device = torch.device("cuda")
-    name = torch.cuda.get_device_name(device)
-    peak = args.peak_tflops or peak_tflops(name)
-    model_config, _ = MODEL_PRESETS[args.preset]
-    model_config = type(model_config)(**{**model_config.__dict__, "vocab_size": args.vocab})
-    config = TrainConfig(model=model_config, objectives=("mlm", "nsp"))
-    ours = build_model(config)
-    ((_, exported),) = to_transformers(ours, config)
-    hf = transformers.BertForPreTraining._from_config(exported.config, attn_implementation="sdpa")
-    hf.load_state_dict(exported.state_dict())
-    ours, hf = ours.to(device).train(), hf.to(device).train()
-    if args.compile:
-        ours.encoder.compile()
-    cpu_batches = batches(4, args.batch, args.seq_len, args.vocab)
-    data = [{k: v.to(device) for k, v in b.items()} for b in cpu_batches]
-    predicted = float(sum((b["labels"] != -100).sum() for b in data)) / len(data)
-    tokens = args.batch * args.seq_len
-    m = model_config
-    body = sum(p.numel() for p in ours.encoder.layers.parameters())  # non-embedding
-    attention = 12 * m.num_layers * m.hidden_size * args.seq_len
-    decoder = 6 * m.hidden_size * args.vocab
+    base = preset(args.preset)
+    config: TrainConfig = replace(
+        base,
+        objectives=("mlm", "nsp"),
+        batch_size=args.batch,
+        max_steps=10**6,
+        save_every=10**6,
+        log_every=10**6,
+        num_workers=args.workers,
+        device=device.type,
+        precision="bf16" if cuda else "fp32",
+        compile=args.compile,
+        unpad=args.unpad,
+        tensorboard=False,
+    )
+    config = replace(config, optim=replace(config.optim, warmup_steps=0, warmup_ratio=None))
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = _Run(config, Path(args.data), Path(tmp) / "run", Dist())
+        loader = iter(ours._loader(0))
+        need = args.warmup + args.steps
+        ready = [prepare(next(loader), config.unpad) for _ in range(need)]
+        if cuda:
+            ready = [{k: _pin(v) for k, v in b.items()} for b in ready]
 
-    def run(model, optimizer, hf_model: bool) -> float:
-        def step(batch):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = model(**batch).loss if hf_model else model(batch)["loss"]
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+        def ours_steps(batches: Any) -> float:
+            for _ in range(args.warmup):
+                ours._step([next(batches)])
+            synchronize(device)
+            started = time.perf_counter()
+            for _ in range(args.steps):
+                ours._step([next(batches)])
+            synchronize(device)
+            return (time.perf_counter() - started) / args.steps
 
-        for b in data:
-            step(b)  # warm-up (and compilation)
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        for i in range(args.steps):
-            step(data[i % len(data)])
-        torch.cuda.synchronize()
-        return (time.perf_counter() - started) / args.steps
+        # The same initial weights for transformers, taken before our steps change them.
+        ((_, exported),) = to_transformers(ours.model, ours.config)
+        exported = exported.cpu()
+        live = (prepare(b, config.unpad) for b in loader)
+        results = {"clozeworks": ours_steps(live), "clozeworks, batches ready": 0.0}
+        results["clozeworks, batches ready"] = ours_steps(iter(ready))
+        memory = {"clozeworks": _peak_memory(device)}
+        ours.optimizer.state.clear()  # off the GPU before transformers' peak is measured
+        ours.model.cpu()
+        if cuda:
+            torch.cuda.empty_cache()
 
-    results = {
-        "clozeworks": (run(ours, build_optimizer(ours, config.optim, device), False), predicted),
-        "transformers": (
-            run(hf, torch.optim.AdamW(hf_groups(hf), lr=1e-4, eps=1e-6, fused=True), True),
-            float(tokens),
-        ),
-    }
-    print(f"{name}: {args.preset}, length {args.seq_len}, batch {args.batch}, bf16 autocast")
-    print(f"{'model':<14}{'ms/step':>10}{'tokens/s':>12}{'TFLOP/s':>10}{'MFU':>8}")
-    for label, (seconds, decoded) in results.items():
-        flops = tokens * (6 * body + attention) + decoded * decoder
+        hf = transformers.BertForPreTraining._from_config(
+            exported.config, attn_implementation="sdpa"
+        )
+        hf.load_state_dict(exported.state_dict())
+        hf = hf.to(device).train()
+        fused = torch.optim.AdamW(hf_groups(hf), lr=1e-4, eps=1e-6, fused=True)
+        hf_batches = [to_device(_hf_batch(b), device) for b in ready]
+        results["transformers"] = _hf_steps(hf, fused, hf_batches, args, device, cuda)
+        memory["transformers"] = _peak_memory(device)
+
+    timed = ready[args.warmup :]
+    tokens = sum(int(b["attention_mask"].sum()) for b in timed) / len(timed)
+    predicted = sum(int((b["labels"] != -100).sum()) for b in timed) / len(timed)
+    mean_length = tokens / args.batch
+    m = config.model
+    body = sum(p.numel() for p in ours.model.encoder.layers.parameters())  # non-embedding
+    flops = tokens * (6 * body + 12 * m.num_layers * m.hidden_size * mean_length)
+    flops += predicted * 6 * m.hidden_size * m.vocab_size
+    name = torch.cuda.get_device_name(device) if cuda else "CPU"
+    peak = args.peak_tflops or (peak_tflops(name) if cuda else None)
+    width = int(timed[0]["input_ids"].shape[1])
+    print(
+        f"{name}: {args.preset}, {args.data}, batch {args.batch}, padded width <= {width}, "
+        f"{mean_length:.1f} real tokens per row, {'bf16' if cuda else 'fp32'}, "
+        f"compile {args.compile}, unpad {args.unpad}, {args.workers} loader workers"
+    )
+    print(f"{'':<28}{'ms/step':>9}{'tokens/s':>11}{'TFLOP/s':>9}{'MFU':>7}{'peak GiB':>10}")
+    for label, seconds in results.items():
         tflops = flops / seconds / 1e12
         mfu = f"{tflops / peak:.1%}" if peak else "n/a"
-        print(f"{label:<14}{seconds * 1000:>10.1f}{tokens / seconds:>12.0f}{tflops:>10.1f}{mfu:>8}")
+        gib = memory.get(label, memory["clozeworks"])
+        mem = f"{gib:.1f}" if gib is not None else "n/a"
+        rate = tokens / seconds
+        print(f"{label:<28}{seconds * 1e3:>9.1f}{rate:>11.0f}{tflops:>9.2f}{mfu:>7}{mem:>10}")
+    busy = results["clozeworks, batches ready"] / results["clozeworks"]
+    print(f"busy with the real loader: {busy:.1%} of the step (goal >= 95%)")
+    print(f"ours / transformers tokens/s: {results['transformers'] / results['clozeworks']:.2f}x")
     return 0
+
+
+def _pin(value: Any) -> Any:
+    return value.pin_memory() if isinstance(value, torch.Tensor) else value
+
+
+def _hf_batch(batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+    keys = ("input_ids", "attention_mask", "token_type_ids", "labels", "next_sentence_label")
+    return {k: batch[k] for k in keys}
+
+
+def _hf_steps(
+    model: Any,
+    optimizer: Any,
+    batches: list[dict[str, torch.Tensor]],
+    args: Any,
+    device: torch.device,
+    cuda: bool,
+) -> float:
+    def step(batch: dict[str, torch.Tensor]) -> None:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
+            loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for b in batches[: args.warmup]:
+        step(b)
+    synchronize(device)
+    started = time.perf_counter()
+    for b in batches[args.warmup :]:
+        step(b)
+    synchronize(device)
+    return (time.perf_counter() - started) / args.steps
+
+
+def _peak_memory(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated(device) / 2**30
+    torch.cuda.reset_peak_memory_stats(device)
+    return peak
 
 
 if __name__ == "__main__":
