@@ -9,10 +9,12 @@ with the batch, and a training step queues its whole forward and backward withou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+
+from clozeworks.corpus.shards.masking import IGNORE_INDEX
 
 # Flat positions (row * length + column) where a label key is not IGNORE_INDEX.
 INDEX_SUFFIX = "_index"
@@ -28,6 +30,7 @@ class Packing:
     index: torch.Tensor  # [T] flat positions of the real tokens, row-major
     offsets: torch.Tensor  # [B + 1] where each row's tokens start in [T]
     positions: torch.Tensor  # [T] each token's position in its row
+    mask: torch.Tensor  # [B, L] bool, the real tokens (attention that runs padded reads it)
     rows: int
     length: int
     # Known on the host, so attention never reads them back from the device.
@@ -35,18 +38,9 @@ class Packing:
     max_len: int
 
     def to(self, device: torch.device) -> Packing:
-        def move(t: torch.Tensor) -> torch.Tensor:
-            return t.to(device, non_blocking=True)
-
-        return Packing(
-            move(self.index),
-            move(self.offsets),
-            move(self.positions),
-            self.rows,
-            self.length,
-            self.min_len,
-            self.max_len,
-        )
+        tensors = {"index": self.index, "offsets": self.offsets, "positions": self.positions}
+        tensors["mask"] = self.mask
+        return replace(self, **{k: v.to(device, non_blocking=True) for k, v in tensors.items()})
 
 
 def packing(attention_mask: torch.Tensor) -> Packing | None:
@@ -67,6 +61,7 @@ def packing(attention_mask: torch.Tensor) -> Packing | None:
         index=index,
         offsets=offsets,
         positions=index % length,
+        mask=mask,
         rows=rows,
         length=length,
         min_len=int(lengths.min()),
@@ -79,7 +74,7 @@ def prepare(batch: dict[str, torch.Tensor], unpad: bool) -> dict[str, Any]:
     out: dict[str, Any] = dict(batch)
     for key in INDEXED_KEYS:
         if key in batch:
-            out[key + INDEX_SUFFIX] = (batch[key].flatten() != -100).nonzero().squeeze(1)
+            out[key + INDEX_SUFFIX] = (batch[key].flatten() != IGNORE_INDEX).nonzero().squeeze(1)
     if unpad:
         layout = packing(batch["attention_mask"])
         if layout is not None:
@@ -108,4 +103,4 @@ def flat_index(batch: dict[str, Any], key: str) -> torch.Tensor:
     index = batch.get(key + INDEX_SUFFIX)
     if index is not None:
         return index
-    return (batch[key].flatten() != -100).nonzero().squeeze(1)
+    return (batch[key].flatten() != IGNORE_INDEX).nonzero().squeeze(1)

@@ -30,9 +30,9 @@ from torch import nn
 
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
-from clozeworks.trainer.batch_index import PACKING, flat_index
+from clozeworks.trainer.batch_index import IGNORE_INDEX, PACKING, flat_index
 from clozeworks.trainer.config import SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
-from clozeworks.trainer.models.bert import IGNORE_INDEX, Encoder, init_weights, padded_vocab
+from clozeworks.trainer.models.bert import Encoder, init_weights, padded_vocab
 
 SENTENCE_CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
 # Batch keys the loader names sentence labels with (Hugging Face's names).

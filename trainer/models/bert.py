@@ -20,8 +20,6 @@ from torch.utils.checkpoint import checkpoint
 from clozeworks.trainer.batch_index import Packing
 from clozeworks.trainer.config import ModelConfig
 
-IGNORE_INDEX = -100
-
 
 def padded_vocab(config: ModelConfig) -> int:
     m = config.pad_vocab_to
@@ -104,8 +102,7 @@ class SelfAttention(nn.Module):
         qkv = x.new_zeros(b * length, 3 * hidden).index_copy(0, packing.index, self.qkv(x))
         q, k, v = qkv.view(b, length, 3 * hidden).split(hidden, dim=2)  # 3 x [B, L, H]
         q, k, v = (t.view(b, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
-        real = torch.zeros(b * length, dtype=torch.bool, device=x.device)
-        mask = real.index_fill(0, packing.index, True).view(b, 1, 1, length)  # [B, 1, 1, L]
+        mask = packing.mask[:, None, None, :]  # [B, 1, 1, L]
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # [B, A, L, D]
         return y.transpose(1, 2).reshape(b * length, hidden).index_select(0, packing.index)
 
