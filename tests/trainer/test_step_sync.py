@@ -5,17 +5,16 @@ recording every operation the step dispatches; on a GPU each would be a host-dev
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.batch_index import prepare
-from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
+from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run
+from tests.trainer.test_loop import tiny_config
 
 aten = torch.ops.aten
 # Operations that make the host wait for the device.
@@ -41,17 +40,7 @@ def _bool_index(args) -> bool:
 
 
 def tiny(**kw) -> TrainConfig:
-    model = ModelConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
-    return TrainConfig(
-        model=replace(model, **kw.pop("model", {})),
-        optim=kw.pop("optim", OptimConfig(lr=5e-4, warmup_steps=2)),
-        batch_size=8,
-        max_steps=4,
-        log_every=100,
-        save_every=100,
-        tensorboard=False,
-        **kw,
-    )
+    return tiny_config(max_steps=4, log_every=100, save_every=100, **kw)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +74,7 @@ def test_the_detector_sees_a_read(nsp_shards, tmp_path) -> None:
         x[x > 2]
     assert len(reads.seen) >= 2
     # LAMB cannot take the finite check as a tensor: its step reads it on the host.
-    config = tiny(objectives=("mlm", "nsp"), optim=OptimConfig(name="lamb"))
+    config = tiny(objectives=("mlm", "nsp"), optim={"name": "lamb"})
     run = _Run(config, nsp_shards, tmp_path / "run", Dist())
     micro = [prepare(next(iter(run._loader(0))), config.unpad)]
     scale, _, _ = run._plan(micro)
