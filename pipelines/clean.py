@@ -32,6 +32,7 @@ from clozeworks.pipelines.documents_io import (
 )
 from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
 from clozeworks.pipelines.progress import Bar, pipeline_progress
+from clozeworks.pipelines.runner import run_pipeline
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
@@ -230,7 +231,7 @@ def run_clean(
     try:
         with (
             pipeline_progress(bars, progress and is_local(options)),
-            beam.Pipeline(options=options) as p,
+            run_pipeline(options) as p,
         ):
             build_clean(p, config, files, filters, staging, rejects_staging, shuffle, parts)
         if shuffle.directory is not None:

@@ -38,6 +38,7 @@ from clozeworks.pipelines.documents_io import (
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
 from clozeworks.pipelines.progress import Bar, pipeline_progress
+from clozeworks.pipelines.runner import run_pipeline
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, UsageError
@@ -488,7 +489,7 @@ def _find_and_apply(
 
     rounds = config.cc_rounds if (config.exact or config.near) else 0
     parts = parts_for(text_bytes)
-    with beam.Pipeline(options=options) as p:
+    with run_pipeline(options) as p:
         main = shuffle("main")
         build_dedup(p, config, settings, staging, clusters, state, rounds, main, parts)
     _remove_shuffle(main)
@@ -501,7 +502,7 @@ def _find_and_apply(
             raise ClozeError(f"connected components did not settle in {rounds} rounds")
         previous = f"{state}-{rounds:04d}*"
         rounds += config.cc_rounds
-        with beam.Pipeline(options=options) as p:
+        with run_pipeline(options) as p:
             more = shuffle(f"rounds-{rounds:04d}")
             build_more_rounds(p, previous, f"{state}-{rounds:04d}", config.cc_rounds, more)
         _remove_shuffle(more)
@@ -511,7 +512,7 @@ def _find_and_apply(
     _delete(BEAM_FS.join(staging, DOCS_GLOB), BEAM_FS.join(staging, "_top", "*"))
     if clusters:
         _delete(BEAM_FS.join(clusters, CLUSTERS_GLOB))
-    with beam.Pipeline(options=options) as p:
+    with run_pipeline(options) as p:
         edges = f"{state}-{rounds:04d}*"
         build_apply(p, config, edges, staging, clusters, shuffle("apply"), parts)
     applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}

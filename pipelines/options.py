@@ -11,6 +11,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
+from clozeworks.pipelines.runner import DIRECT_NAMES, LOCAL_RUNNER
 from clozeworks.pipelines.shuffle import Shuffle, buckets_for
 
 # Below this much data a grouping waits in memory (Beam's own GroupByKey): at most a few
@@ -21,14 +22,15 @@ IN_MEMORY_BELOW = 16 << 20
 def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     """PipelineOptions from the flags the command did not know.
 
-    The runner defaults to DirectRunner (Prism, Beam's newer default, fetches a binary at
-    run time). On any remote runner the workers need this package, so `save_main_session`
+    The runner defaults to `LocalRunner`, which `DirectRunner` also means here: Beam's own
+    DirectRunner first fetches and tries Prism at run time (`clozeworks.pipelines.runner`).
+    On any remote runner the workers need this package, so `save_main_session`
     stays off and the caller's `--setup_file` / `--sdk_container_image` are passed through.
     """
     options = PipelineOptions(list(beam_argv))
     standard = options.view_as(StandardOptions)
-    if not standard.runner:
-        standard.runner = "DirectRunner"
+    if not standard.runner or standard.runner.lower() in DIRECT_NAMES:
+        standard.runner = LOCAL_RUNNER
     options.view_as(SetupOptions).save_main_session = False
     return options
 
@@ -50,4 +52,4 @@ def is_local(options: PipelineOptions) -> bool:
     runner = options.view_as(StandardOptions).runner or "DirectRunner"
     if runner == "PortableRunner":
         return options.view_as(PortableOptions).job_endpoint == "embed"
-    return runner in ("DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+    return runner == LOCAL_RUNNER or runner.lower() in (*DIRECT_NAMES, "bundlebaseddirectrunner")

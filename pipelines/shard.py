@@ -44,6 +44,7 @@ from clozeworks.pipelines.documents_io import (
 )
 from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
 from clozeworks.pipelines.progress import Bar, Tally, pipeline_progress
+from clozeworks.pipelines.runner import run_pipeline
 from clozeworks.pipelines.sequences import (
     PACKED_MODES,
     PAIR_MODES,
@@ -371,7 +372,7 @@ def run_shard(
     try:
         with (
             pipeline_progress(bars, progress and is_local(options)),
-            beam.Pipeline(options=options) as p,
+            run_pipeline(options) as p,
         ):
             # pyarrow Tables: whole row groups of the store, never one dict per document.
             tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])

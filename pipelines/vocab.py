@@ -51,6 +51,7 @@ from clozeworks.pipelines.documents_io import (
 )
 from clozeworks.pipelines.options import is_local, pipeline_options
 from clozeworks.pipelines.progress import Bar, pipeline_progress
+from clozeworks.pipelines.runner import run_pipeline
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.special_tokens import special_tokens_for
 
@@ -262,7 +263,7 @@ def _draw_samples(
     bars = [Bar(DOCUMENTS_READ, "sample", documents)]
     with (
         pipeline_progress(bars, config.show_progress and is_local(options)),
-        beam.Pipeline(options=options) as p,
+        run_pipeline(options) as p,
     ):
         tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
         # Training-sample chunks (main) and held-out chunks (tagged).

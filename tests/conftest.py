@@ -4,6 +4,7 @@ with the real pipelines (DirectRunner) from the stdlib's docstrings."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,16 @@ def _group_through_files():
     that the in-memory path writes the same bytes.)"""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(options, "IN_MEMORY_BELOW", 0)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _system_temp_in_tmp(tmp_path_factory: pytest.TempPathFactory):
+    """What Beam and the libraries put in the system temp (a pipeline built and never run
+    leaves Beam's `beam-pipeline-temp*`) goes under pytest's own directory, not /tmp.
+    tests/pipelines/test_runner.py checks that our runs leave nothing there."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("system-temp")))
         yield
 
 

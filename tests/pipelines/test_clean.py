@@ -16,6 +16,7 @@ from clozeworks.cli import main
 from clozeworks.corpus.text.filters import LengthFilter
 from clozeworks.corpus.text.readers import RawDocument
 from clozeworks.pipelines.clean import CleanConfig, CleanDocuments, run_clean
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 
@@ -45,7 +46,7 @@ def test_clean_documents_normalizes_and_drops_with_reasons() -> None:
         RawDocument("b", "hi", "s"),
         RawDocument("c", "\x00\x01  ", "s"),
     ]
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         out = p | beam.Create(docs) | CleanDocuments("NFC", [LengthFilter(min_chars=5)])
         assert_that(
             out.kept | "Kept" >> beam.Map(_id_and_text),

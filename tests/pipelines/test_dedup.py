@@ -13,6 +13,7 @@ from clozeworks.pipelines.clean import CleanConfig, run_clean
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.dedup import ApplyClusters, DedupConfig, run_dedup
 from clozeworks.pipelines.near_dedup import ExactEdges
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 
@@ -53,7 +54,7 @@ def test_exact_duplicates_keep_the_smallest_id() -> None:
         row("c", "other"),
         row("d", "same text"),
     ]
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         docs = p | beam.Create(rows)
         edges = docs | ExactEdges() | ConnectedComponents(2)
         kept = (docs, edges) | ApplyClusters() | beam.Map(_id)
@@ -66,7 +67,7 @@ def test_components_transform_merges_chains_and_matches_union_find() -> None:
     edges = [(rng.choice(nodes), rng.choice(nodes)) for _ in range(90)]
     edges = [e for e in edges if e[0] != e[1]] + [("b", "a"), ("c", "b")]
     expected = sorted((n, r) for n, r in components(edges).items() if n != r)
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         out = p | beam.Create(edges) | ConnectedComponents(8)
         assert_that(out, equal_to(expected))
 

@@ -16,6 +16,7 @@ from clozeworks.corpus.shards.instances import SequenceBatch, Specials
 from clozeworks.corpus.shards.keys import string_keys
 from clozeworks.corpus.shards.tokenize import TokenizedBatch, tokenize_documents
 from clozeworks.corpus.vocab.train import load_tokenizer
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.pipelines.sequences import GroupPart, InstanceSettings, PairsFromGroups
 from clozeworks.pipelines.shard import DealToShards, ShardConfig, run_shard
 from clozeworks.schemas.manifest import read_manifest
@@ -38,7 +39,7 @@ def test_deal_to_shards_is_balanced() -> None:
         batch = SequenceBatch.build(part, [np.array([k % 97]) for k in part], "uint16")
         buckets = dealing.buckets_of(batch.keys, 2)
         batches += [(int(b), batch.take(np.flatnonzero(buckets == b))) for b in set(buckets)]
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         sizes = (
             p
             | beam.Create(batches)
@@ -82,7 +83,7 @@ def test_pair_instances_in_beam_draw_negatives_from_other_documents() -> None:
     # the parts three DoFn calls would emit for two groups
     parts = [(0, _synthetic_docs(0, 150)), (1, _synthetic_docs(150, 300))]
     parts.append((0, _synthetic_docs(300, 400)))
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         instances = p | beam.Create(parts) | PairsFromGroups(settings, "synthetic")
         assert_that(instances, _check_pairs)
 

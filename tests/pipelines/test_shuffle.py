@@ -17,6 +17,7 @@ from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.pipelines import shuffle as shuffle_module
 from clozeworks.pipelines.coders import ArraysCoder
 from clozeworks.pipelines.documents_io import WriteParquetParts
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.pipelines.shuffle import Shuffle, buckets_for
 from clozeworks.schemas.documents import DOCUMENT
 
@@ -41,7 +42,7 @@ def test_group_through_files_equals_group_by_key(
     # 64 bytes: a file every few records, so a bucket gathers ranges from many files.
     monkeypatch.setattr(shuffle_module, "SPILL_BYTES", spill_bytes)
     shuffle = Shuffle(str(tmp_path), buckets=4)
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         grouped = (
             p
             | beam.Create(PAIRS)
@@ -56,7 +57,7 @@ def test_group_through_files_equals_group_by_key(
 def test_values_come_out_in_the_same_order_whatever_the_input_order(tmp_path: Path) -> None:
     def run(pairs: list[tuple[int, str]], sub: str) -> list[Any]:
         out: list[Any] = []
-        with TestPipeline() as p:
+        with TestPipeline(runner=LocalRunner()) as p:
             grouped = (
                 p
                 | beam.Create(pairs, reshuffle=False)
@@ -85,7 +86,7 @@ def test_co_group_through_files_equals_co_group_by_key(tmp_path: Path) -> None:
     expected = [("a", [1, 3], ["x"]), ("b", [2], []), ("c", [], ["y"])]
     for shuffle in (Shuffle(), Shuffle(str(tmp_path), 2)):
         coders = {"left": VarIntCoder(), "right": FastPrimitivesCoder()}
-        with TestPipeline() as p:
+        with TestPipeline(runner=LocalRunner()) as p:
             joined = (
                 {"left": p | "L" >> beam.Create(left), "right": p | "R" >> beam.Create(right)}
                 | shuffle.co_group_by_key("j", StrUtf8Coder(), coders)
@@ -102,7 +103,7 @@ def _batch_summary(item: tuple[int, Any]) -> tuple[int, list[int], list[int]]:
 def test_arrays_coder_carries_a_sequence_batch_through_files(tmp_path: Path) -> None:
     batch = SequenceBatch.build([5, 6], [np.array([2, 7, 3]), np.array([2, 3])], "uint16")
     coder = ArraysCoder(SequenceBatch.to_arrays, SequenceBatch.from_arrays)
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         out = (
             p
             | beam.Create([(9, batch)])
@@ -133,7 +134,7 @@ def test_document_parts_are_the_same_bytes_through_files_or_group_by_key(
     for name, shuffle in (("files", Shuffle(str(tmp_path / "spill"), 4)), ("gbk", Shuffle())):
         staging = tmp_path / name
         staging.mkdir()
-        with TestPipeline() as p:
+        with TestPipeline(runner=LocalRunner()) as p:
             _ = p | beam.Create(rows) | WriteParquetParts(str(staging), 5, shuffle)
         written[name] = {f.name: f.read_bytes() for f in sorted(staging.iterdir())}
     names = [f"part-{i:05d}-of-00005.parquet" for i in range(5)]
@@ -146,7 +147,7 @@ def test_document_parts_are_the_same_bytes_through_files_or_group_by_key(
 
 
 def test_a_part_no_row_hashes_to_is_an_empty_file(tmp_path: Path) -> None:
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         _ = p | beam.Create([_doc(1)]) | WriteParquetParts(str(tmp_path), 3, Shuffle())
     tables = [pq.read_table(f) for f in sorted(tmp_path.glob("part-*.parquet"))]
     assert [t.num_rows for t in tables].count(0) == 2 and sum(t.num_rows for t in tables) == 1

@@ -7,6 +7,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from clozeworks.cli import main
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.pipelines.unique_ids import UniqueIds
 
@@ -28,7 +29,7 @@ def test_one_row_per_id_whichever_order_they_come_in(tmp_path, through_files) ->
     rows = [row("a", "zebra"), row("b", "only b"), row("a", "apple"), row("a", "mango", "z")]
     shuffle = Shuffle(str(tmp_path / "shuffle"), 4) if through_files else Shuffle()
     for order in (rows, rows[::-1]):
-        with TestPipeline() as p:
+        with TestPipeline(runner=LocalRunner()) as p:
             out = p | beam.Create(order) | UniqueIds(shuffle)
             assert_that(
                 out.kept | "Kept" >> beam.Map(_id_text), equal_to([("a", "apple"), ("b", "only b")])

@@ -18,6 +18,7 @@ from transformers import AutoTokenizer
 
 from clozeworks.corpus.vocab.sample import SampleRates
 from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
+from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.pipelines.vocab import (
     HELDOUT,
     CountChars,
@@ -39,7 +40,7 @@ def test_sample_for_vocab_splits_by_seed_and_keeps_documents_whole() -> None:
     train, held = rates.masks(ids)
     expected_train = [t for t, m in zip(texts, train, strict=True) if m]
     expected_held = [t for t, m in zip(texts, held, strict=True) if m]
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         tables = p | beam.Create([pa.table({"id": ids, "text": texts})])
         parts = tables | SampleForVocab(rates)
         train_texts = parts.sample | "TrainTexts" >> beam.Map(_texts)
@@ -50,7 +51,7 @@ def test_sample_for_vocab_splits_by_seed_and_keeps_documents_whole() -> None:
 
 def test_count_chars_sums_over_all_texts() -> None:
     texts = ["abc", "aé", "", "🤗a\n"]
-    with TestPipeline() as p:
+    with TestPipeline(runner=LocalRunner()) as p:
         tables = p | beam.Create([pa.table({"text": texts[:2]}), pa.table({"text": texts[2:]})])
         assert_that(tables | CountChars(), equal_to([dict(Counter("".join(texts)))]))
 
