@@ -4,11 +4,11 @@ Work is done per batch of documents, not per document or per sequence: a DoFn ca
 tokenizes ~1 MB of text with one `encode_batch_fast` call (tokenizer built once per
 worker), builds that text's sequences with array arithmetic, and emits them as a few
 `SequenceBatch`es, one per shuffle bucket, so Beam handles thousands of elements where
-there are millions of sequences. FULL-SENTENCES packs documents' short tails together in
-hashed groups; pair modes that draw random segments from other documents (nsp, sso) work
-on hashed groups of about 2048 documents. Every key and random choice derives from the
-documents' keys (`corpus.shards.keys`): the same sequences on every run, with any number of
-workers.
+there are millions of sequences. FULL-SENTENCES packs a stream of documents (fairseq's
+`complete` blocks), and the pair modes that draw random segments from other documents
+(nsp, sso) draw them: both on hashed groups of about 2048 documents. Every key and random
+choice derives from the documents' keys (`corpus.shards.keys`): the same sequences on every
+run, with any number of workers.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import numpy as np
 from apache_beam.coders import VarIntCoder
 from tokenizers import Tokenizer
 
-from clozeworks.corpus.shards import arrays, dealing, ranges
+from clozeworks.corpus.shards import arrays, dealing
 from clozeworks.corpus.shards import keys as rk
 from clozeworks.corpus.shards.instances import (
     SequenceBatch,
     Specials,
     chunk_bounds,
     content_capacity,
-    pack_tails,
+    pack_stream,
     single_sequences,
 )
 from clozeworks.corpus.shards.pairs import NUM_LABELS, PairCounts, make_pairs, pair_sequences
@@ -42,16 +42,15 @@ from clozeworks.schemas.errors import BadInputError
 
 PACKED_MODES = ("full-sentences", "doc-sentences", "single")
 PAIR_MODES = ("nsp", "sop", "sso")
-# Tails of documents are packed together in this many groups (FULL-SENTENCES): enough to
-# spread the work, few enough that most packed sequences come out full.
-TAIL_GROUPS = 64
-# Documents per group that random segments are drawn from: large enough that a draw from
-# the group is as good as a draw from the corpus, small enough to hold in one worker.
-PAIR_GROUP_DOCS = 2048
+# Documents per group that random segments are drawn from (nsp, sso), or that are packed
+# as one stream (full-sentences): large enough that a draw from the group is as good as a
+# draw from the corpus and that a stream breaks once in 2048 documents, small enough to
+# hold in one worker.
+GROUP_DOCS = 2048
 # Text per encode_batch_fast call; the Rust side splits a batch over every core.
 TOKENIZE_BATCH_CHARS = 1 << 20
 # What a key is derived for (corpus.shards.keys.derive's first field after the document key).
-_CHUNK, _TAIL_GROUP, _PAIR_GROUP, _PAIR = range(4)
+_CHUNK, _STREAM_GROUP, _PAIR_GROUP, _PAIR = range(4)
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,19 @@ class InstanceSettings:
     dupe_factor: int = 1
     short_seq_prob: float = 0.1
     pair_rules: str = "clozeworks"
+    packing_rules: str = "clozeworks"
     language: str = "en"
     bucket_bits: int = dealing.DEFAULT_BUCKET_BITS
     documents: int = 0  # documents in the store (sizes the pair groups)
 
     @property
-    def pair_groups(self) -> int:
-        return max(1, self.documents // PAIR_GROUP_DOCS)
+    def cut(self) -> bool:
+        """Whether an over-long sentence is cut into pieces (packed modes), not left out."""
+        return self.packing_rules == "clozeworks"
+
+    @property
+    def groups(self) -> int:
+        return max(1, self.documents // GROUP_DOCS)
 
 
 @dataclass(frozen=True)
@@ -169,10 +174,9 @@ class _SliceTable(beam.DoFn):
 
 
 class _BuildBatch(beam.DoFn):
-    """(ids, texts) -> (bucket, SequenceBatch); FULL-SENTENCES tails go to `tails` and, for
-    nsp / sso, tokenized documents to `docs`, each as (group, GroupPart)."""
+    """(ids, texts) -> (bucket, SequenceBatch); for full-sentences, nsp and sso, tokenized
+    documents go to `docs` instead, as (group, GroupPart)."""
 
-    TAILS = "tails"
     DOCS = "docs"
 
     def __init__(self, tokenizer_json: str, settings: InstanceSettings) -> None:
@@ -199,45 +203,33 @@ class _BuildBatch(beam.DoFn):
         self.empty.inc(int((sizes == 0).sum()))
         self.tokens.inc(int(sizes.sum()))
         keys = rk.string_keys(self.s.seed, ids)
-        if self.s.mode in PACKED_MODES:
-            yield from self._packed(ids, keys, batch)
+        if self.s.mode in ("doc-sentences", "single"):
+            yield from self._packed(keys, batch)
         elif self.s.mode == "sop":
             yield from _by_bucket(self.s, _pair_batches(self.s, batch, keys, ""))
         else:
             docs = np.flatnonzero(sizes > 0)
-            groups = rk.derive(keys[docs], _PAIR_GROUP) % np.uint64(self.s.pair_groups)
+            field = _STREAM_GROUP if self.s.mode == "full-sentences" else _PAIR_GROUP
+            groups = rk.derive(keys[docs], field) % np.uint64(self.s.groups)
             doc_ids = [ids[i] for i in docs.tolist()]
             yield from _tagged(self.DOCS, doc_ids, keys[docs], batch.select(docs), groups)
 
-    def _packed(self, ids: list[str], keys: np.ndarray, batch: TokenizedBatch) -> Iterator[Any]:
-        bounds = chunk_bounds(batch, self.capacity)
+    def _packed(self, keys: np.ndarray, batch: TokenizedBatch) -> Iterator[Any]:
+        bounds = chunk_bounds(batch, self.capacity, self.s.cut)
         starts, ends = bounds[:-1], bounds[1:]
         doc = np.searchsorted(batch.token_bounds(), starts, side="right") - 1
         number = np.arange(len(doc)) - np.searchsorted(doc, doc)  # chunk number in its doc
-        tail = np.zeros(len(doc), dtype=bool)
-        if self.s.mode == "full-sentences":  # a short last chunk waits for other documents
-            last = np.append(doc[1:] != doc[:-1], True)
-            tail = last & (ends - starts < self.capacity)
-        own = np.flatnonzero(~tail)
-        tokens, seq_bounds = single_sequences(batch.ids, starts[own], ends[own], self.s.specials)
-        fields = (_CHUNK, number[own])
-        yield from _by_bucket(self.s, _copies(self.s, keys[doc[own]], fields, tokens, seq_bounds))
-        t = np.flatnonzero(tail)
-        tail_doc = doc[t]
-        lengths = ends[t] - starts[t]
-        tails = TokenizedBatch(  # each tail as its document's one sentence
-            ids=ranges.gather(batch.ids, starts[t], lengths),
-            sentences=ranges.offsets(lengths),
-            documents=np.arange(len(t) + 1),
-        )
-        groups = rk.derive(keys[tail_doc], _TAIL_GROUP) % np.uint64(TAIL_GROUPS)
-        tail_ids = [ids[i] for i in tail_doc.tolist()]
-        yield from _tagged(self.TAILS, tail_ids, keys[tail_doc], tails, groups)
+        fits = np.flatnonzero(ends - starts <= self.capacity)
+        _count_left_out(batch, self.capacity, self.s.cut)
+        starts, ends, doc, number = starts[fits], ends[fits], doc[fits], number[fits]
+        tokens, seq_bounds = single_sequences(batch.ids, starts, ends, self.s.specials)
+        fields = (_CHUNK, number)
+        yield from _by_bucket(self.s, _copies(self.s, keys[doc], fields, tokens, seq_bounds))
 
 
-class _PackTails(beam.DoFn):
-    """(group, [GroupPart of tails]) -> sequences that may cross documents
-    (FULL-SENTENCES)."""
+class _PackStream(beam.DoFn):
+    """(group, [GroupPart]) -> FULL-SENTENCES blocks of the group's documents, packed as one
+    stream in document-key order (`corpus.shards.instances.pack_stream`)."""
 
     def __init__(self, settings: InstanceSettings) -> None:
         self.s = settings
@@ -245,12 +237,24 @@ class _PackTails(beam.DoFn):
 
     def process(self, item: tuple[int, Iterable[GroupPart]]) -> Iterator[tuple[int, SequenceBatch]]:
         group, parts = item
-        tails = GroupPart.gather(parts).docs  # by document key: the same packing every run
-        stream, lo, hi = pack_tails(tails.ids, tails.sentences, self.capacity, self.s.specials.sep)
+        docs = GroupPart.gather(parts).docs  # by document key: the same stream every run
+        stream, lo, hi = pack_stream(docs, self.capacity, self.s.specials.sep, self.s.cut)
+        _count_left_out(docs, self.capacity, self.s.cut)
         tokens, bounds = single_sequences(stream, lo, hi, self.s.specials)
-        base = np.array([rk.string_key(self.s.seed, f"tails\x00{group}")], dtype=np.uint64)
+        base = np.array([rk.string_key(self.s.seed, f"stream\x00{group}")], dtype=np.uint64)
         fields = (np.arange(len(lo)),)
         yield from _by_bucket(self.s, _copies(self.s, base, fields, tokens, bounds))
+
+
+def _count_left_out(batch: TokenizedBatch, capacity: int, cut: bool) -> None:
+    """Packing's reference rules leave out each sentence longer than a sequence: counted."""
+    if cut:
+        return
+    lengths = np.diff(batch.sentences)
+    long = lengths[lengths > capacity]
+    if len(long):
+        counter("shard.long_sentences_left_out").inc(len(long))
+        counter("shard.long_sentence_tokens_left_out").inc(int(long.sum()))
 
 
 def _pair_batches(
@@ -320,8 +324,7 @@ class PairsFromGroups(beam.PTransform):
 
 class BuildInstances(beam.PTransform):
     """Parquet record batches of a document store -> (bucket, SequenceBatch) of the
-    configured mode, not yet in any order: one PCollection, or for full-sentences a tuple
-    of two (each document's own sequences, and those packed across documents)."""
+    configured mode, not yet in any order."""
 
     def __init__(
         self,
@@ -342,17 +345,16 @@ class BuildInstances(beam.PTransform):
             | "SliceDocuments" >> beam.ParDo(_SliceTable())
             | "TokenizeAndBuild"
             >> beam.ParDo(_BuildBatch(self.tokenizer_json, self.s)).with_outputs(
-                _BuildBatch.TAILS, _BuildBatch.DOCS, main="sequences"
+                _BuildBatch.DOCS, main="sequences"
             )
         )
         if self.s.mode == "full-sentences":
-            crossing = (
-                built.tails
-                | "GroupTails" >> self.shuffle.group_by_key("tails", VarIntCoder(), PART_CODER)
-                | "PackTails" >> beam.ParDo(_PackTails(self.s))
+            grouping = self.shuffle.group_by_key("documents", VarIntCoder(), PART_CODER)
+            return (
+                built.docs
+                | "GroupDocuments" >> grouping
+                | "PackStream" >> beam.ParDo(_PackStream(self.s))
             )
-            # Two PCollections, not a Flatten: what takes them spills each where it is made.
-            return built.sequences, crossing
         if self.s.mode in ("nsp", "sso"):
             return built.docs | "Pairs" >> PairsFromGroups(self.s, self.source, self.shuffle)
         return built.sequences

@@ -28,7 +28,7 @@ from clozeworks.corpus.shards.blocks import (
     write_blocks,
     write_manifest,
 )
-from clozeworks.corpus.shards.instances import SequenceBatch, Specials
+from clozeworks.corpus.shards.instances import PACKING_RULES, SequenceBatch, Specials
 from clozeworks.corpus.shards.pairs import PAIR_RULES, SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE, read_token_counts
@@ -80,6 +80,7 @@ class ShardConfig:
     sequences_per_shard: int | None = 8192
     short_seq_prob: float = SHORT_SEQ_PROB
     pair_rules: str = "clozeworks"
+    packing_rules: str = "clozeworks"
     language: str = DEFAULT_LANGUAGE
     premask: str | None = None
     dupe_factor: int = 1
@@ -104,6 +105,8 @@ class ShardConfig:
             raise UsageError(f"--short-seq-prob must be in [0, 1], got {self.short_seq_prob}")
         if self.pair_rules not in PAIR_RULES:
             raise UsageError(f"--pair-rules must be one of {', '.join(PAIR_RULES)}")
+        if self.packing_rules not in PACKING_RULES:
+            raise UsageError(f"--packing-rules must be one of {', '.join(PACKING_RULES)}")
         if self.dupe_factor < 1:
             raise UsageError(f"--dupe-factor must be >= 1, got {self.dupe_factor}")
         if self.premask is None and self.dupe_factor != 1:
@@ -148,6 +151,9 @@ class ShardConfig:
             "num_shards": self.num_shards,
             "short_seq_prob": self.short_seq_prob if self.mode in PAIR_MODES else None,
             "pair_rules": self.pair_rules if self.mode in PAIR_MODES else None,
+            "packing_rules": (
+                self.packing_rules if self.mode in ("full-sentences", "doc-sentences") else None
+            ),
             "sentence_splitter": "sentencex" if self.mode != "single" else None,
             "language": self.language,
             **self.settings,
@@ -352,6 +358,7 @@ def run_shard(
         dupe_factor=config.dupe_factor,
         short_seq_prob=config.short_seq_prob,
         pair_rules=config.pair_rules,
+        packing_rules=config.packing_rules,
         language=config.language,
         # Sized from the store's text; neither changes which shards come out.
         bucket_bits=dealing.bucket_bits_for(text_bytes * config.dupe_factor),

@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
+from clozeworks.corpus.shards.instances import PACKING_RULES
 from clozeworks.corpus.shards.pairs import PAIR_RULES, SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.pipelines.shard import ShardConfig, run_shard
@@ -65,6 +66,13 @@ def add_shard_arguments(p: Any, with_defaults: bool = True) -> None:
         "(docs/design.md, where we differ from the reference)",
         choices=PAIR_RULES,
     )
+    add(
+        "--packing-rules",
+        "clozeworks",
+        "full-sentences, doc-sentences: 'reference' leaves out a sentence longer than a "
+        "sequence, as fairseq's packing for RoBERTa does; by default it is cut into pieces",
+        choices=PACKING_RULES,
+    )
     add("--language", DEFAULT_LANGUAGE, "ISO 639 code for sentence splitting")
     add("--premask", None, "write statically masked copies", choices=MASK_KINDS)
     add("--dupe-factor", 1, "masked copies per sequence (needs --premask)", type=int)
@@ -91,6 +99,7 @@ def config_from_args(
         sequences_per_shard=args.sequences_per_shard,
         short_seq_prob=args.short_seq_prob,
         pair_rules=args.pair_rules,
+        packing_rules=args.packing_rules,
         language=args.language,
         premask=args.premask,
         dupe_factor=args.dupe_factor,

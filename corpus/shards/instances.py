@@ -3,7 +3,10 @@
 Packed modes (RoBERTa's FULL-SENTENCES and DOC-SENTENCES, SpanBERT's single segments):
 whole sentences are appended while they fit in `max_seq_len - 2` content tokens, then
 `[CLS] ... [SEP]` is put around them. A sentence longer than that is cut into pieces rather
-than dropped, so every token of every document lands in exactly one sequence.
+than dropped, so every token of every document lands in exactly one sequence. Both are
+fairseq's TokenBlockDataset packing, which RoBERTa used: DOC-SENTENCES is its
+`complete_doc` on each document, FULL-SENTENCES its `complete` over a stream of
+documents with a separator between them (`pack_stream`).
 
 A chunk of one document is a contiguous range of the batch's flat ids, so packing works on
 sentence lengths (ints) and yields cut points; the sequences are then cut out of the flat
@@ -27,6 +30,11 @@ class Specials:
     sep: int
 
 
+# "reference": fairseq's handling of a sentence longer than a sequence (its own block,
+# which training refuses: left out here); "clozeworks": cut into pieces, no token lost.
+PACKING_RULES = ("clozeworks", "reference")
+
+
 def content_capacity(max_seq_len: int) -> int:
     """Content tokens a single-segment sequence holds: max length minus [CLS] and [SEP]."""
     if max_seq_len < 8:
@@ -34,18 +42,20 @@ def content_capacity(max_seq_len: int) -> int:
     return max_seq_len - 2
 
 
-def pack_sentences(lengths: Sequence[int], capacity: int) -> list[int]:
+def pack_sentences(lengths: Sequence[int], capacity: int, cut: bool = True) -> list[int]:
     """Greedy packing of one document's sentences, by length: where each chunk ends, as a
     token offset from the document's start (the last is the document's length).
 
     Sentences are taken in order while the chunk holds at most `capacity` tokens; a
-    sentence longer than `capacity` is cut into `capacity`-long pieces first.
+    sentence longer than `capacity` is cut into `capacity`-long pieces first, or with
+    `cut=False` (fairseq's) is a chunk of its own, longer than `capacity`.
     """
     ends: list[int] = []
     position = used = 0
+    step = capacity if cut else max(capacity, *lengths, 1)
     for length in lengths:
-        for start in range(0, length, capacity):
-            piece = min(capacity, length - start)
+        for start in range(0, length, step):
+            piece = min(step, length - start)
             if used + piece > capacity and used:
                 ends.append(position)
                 used = 0
@@ -56,46 +66,73 @@ def pack_sentences(lengths: Sequence[int], capacity: int) -> list[int]:
     return ends
 
 
-def chunk_bounds(batch: TokenizedBatch, capacity: int) -> np.ndarray:
+def chunk_bounds(batch: TokenizedBatch, capacity: int, cut: bool = True) -> np.ndarray:
     """Every document of `batch` packed (`pack_sentences`): the offsets in `batch.ids` where
     chunks start, then the total. Chunk c is `ids[b[c]:b[c + 1]]`; none crosses a document,
-    none is empty."""
+    none is empty; with `cut=False` an over-long sentence is a chunk longer than `capacity`."""
     doc_bounds = batch.token_bounds()
     cuts = [doc_bounds]
     for d in np.flatnonzero(np.diff(doc_bounds) > capacity).tolist():
         first, last = batch.documents[d], batch.documents[d + 1]
         lengths = np.diff(batch.sentences[first : last + 1]).tolist()
-        cuts.append(doc_bounds[d] + np.array(pack_sentences(lengths, capacity), dtype=np.int64))
+        ends = pack_sentences(lengths, capacity, cut)
+        cuts.append(doc_bounds[d] + np.array(ends, dtype=np.int64))
     return np.unique(np.concatenate(cuts))
 
 
-def pack_with_separators(sizes: Sequence[int], capacity: int) -> list[int]:
-    """FULL-SENTENCES across documents: items (each at most `capacity`) taken in order while
-    they fit with one separator token between neighbours. The index of each pack's first
-    item."""
-    firsts: list[int] = []
-    used = 0
-    for i, size in enumerate(sizes):
-        if not firsts or used + 1 + size > capacity:
-            firsts.append(i)
-            used = size
-        else:
-            used += 1 + size
-    return firsts
+def stream_items(
+    batch: TokenizedBatch, capacity: int, cut: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """FULL-SENTENCES' stream of `batch`'s documents as items: every sentence (cut into
+    `capacity`-long pieces where longer, unless not `cut`) and a 1-token separator between
+    documents, in order; they tile `separated(batch, sep)`. (sizes, which items are
+    separators)."""
+    lengths = np.diff(batch.sentences)
+    if not cut:
+        capacity = max(capacity, int(lengths.max(initial=1)))
+    pieces = -(-lengths // capacity)  # ceil: no sentence is empty
+    sentence = np.repeat(np.arange(len(lengths)), pieces)
+    nth = np.arange(len(sentence)) - ranges.offsets(pieces)[:-1][sentence]
+    sizes = np.minimum(capacity, lengths[sentence] - nth * capacity)
+    per_doc = np.diff(batch.documents)  # sentences; 0 for a document without tokens
+    doc_of_piece = np.repeat(np.arange(len(per_doc)), per_doc)[sentence]
+    through = np.cumsum(np.bincount(doc_of_piece, minlength=len(per_doc)))
+    between = through[per_doc > 0][:-1]  # after each document with tokens but the last
+    return np.insert(sizes, between, 1), np.insert(np.zeros(len(sizes), bool), between, True)
 
 
-def pack_tails(
-    tokens: np.ndarray, bounds: np.ndarray, capacity: int, sep: int
+def separated(batch: TokenizedBatch, sep: int) -> np.ndarray:
+    """`batch`'s tokens with `sep` between documents (documents without tokens skipped)."""
+    bounds = np.unique(batch.token_bounds())  # documents without tokens share a bound
+    return np.insert(batch.ids, bounds[1:-1], sep)
+
+
+def pack_stream(
+    batch: TokenizedBatch, capacity: int, sep: int, cut: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tails `tokens[bounds[i]:bounds[i + 1]]` (each 1..capacity tokens) packed in order with
-    `sep` between documents: (stream, starts, ends), pack p's content being
-    `stream[starts[p]:ends[p]]`."""
-    sizes = np.diff(bounds)
-    firsts = np.array(pack_with_separators(sizes.tolist(), capacity), dtype=np.int64)
-    lasts = np.append(firsts[1:] - 1, len(sizes) - 1)
-    stream = np.insert(tokens, bounds[1:], sep)  # a separator after every tail
-    item_starts = bounds[:-1] + np.arange(len(sizes))
-    return stream, item_starts[firsts], item_starts[lasts] + sizes[lasts]
+    """FULL-SENTENCES as fairseq's `TokenBlockDataset(break_mode="complete")` builds it for
+    RoBERTa: the documents' sentences in one stream, with a separator between documents,
+    taken in order while they fit in `capacity`; a block starts where the one before
+    ended, so a document's first sentences fill the rest of the block before it. Where
+    fairseq makes an over-long sentence one over-long block (refused later, as longer than
+    the model takes), it is cut into `capacity` pieces here, and a block that would hold
+    nothing but a separator (before such a piece) is not made; `cut=False` is fairseq's,
+    with the over-long blocks left out. (stream, starts, ends): block b is
+    `stream[starts[b]:ends[b]]`."""
+    sizes, is_separator = stream_items(batch, capacity, cut)
+    first = [0] if len(sizes) else []
+    used = 0
+    for i, size in enumerate(sizes.tolist()):  # fairseq's loop, sequential by nature
+        if used and used + size > capacity:
+            first.append(i)
+            used = 0
+        used += size
+    firsts = np.array(first, dtype=np.int64)
+    bounds = ranges.offsets(sizes)
+    nexts = np.append(firsts[1:], len(sizes))[: len(firsts)].astype(np.int64)
+    starts, ends = bounds[firsts], bounds[nexts]
+    keep = ~(is_separator[firsts] & (ends - starts == 1)) & (ends - starts <= capacity)
+    return separated(batch, sep), starts[keep], ends[keep]
 
 
 def single_sequences(

@@ -12,9 +12,13 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import iter_blocks
-from clozeworks.corpus.shards.instances import SequenceBatch, Specials
+from clozeworks.corpus.shards.instances import SequenceBatch, Specials, pack_stream
 from clozeworks.corpus.shards.keys import string_keys
-from clozeworks.corpus.shards.tokenize import TokenizedBatch, tokenize_documents
+from clozeworks.corpus.shards.tokenize import (
+    DocumentEncoder,
+    TokenizedBatch,
+    tokenize_documents,
+)
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.pipelines.runner import LocalRunner
 from clozeworks.pipelines.sequences import GroupPart, InstanceSettings, PairsFromGroups
@@ -193,6 +197,24 @@ def test_shards_hold_every_document_token_once(small_build) -> None:
     counted[sp["sep"]] -= separators
     assert 0 <= separators < manifest.stats["shard.documents"]
     assert counted == expected
+
+
+def test_full_sentences_are_one_stream_of_the_documents_in_key_order(small_build) -> None:
+    """Below 2048 documents a store is one group: its shards hold exactly the blocks that
+    `pack_stream` (fairseq's `complete`, tests/corpus/shards/test_packing_reference.py)
+    cuts from all its documents in document-key order."""
+    paths, manifest = small_build
+    tables = [pq.read_table(f) for f in sorted(Path(paths.docs).glob("part-*.parquet"))]
+    ids = [i for t in tables for i in t.column("id").to_pylist()]
+    texts = [x for t in tables for x in t.column("text").to_pylist()]
+    encoder = DocumentEncoder(load_tokenizer(paths.tokenizer).tokenizer)
+    order = np.argsort(string_keys(manifest.seed, ids), kind="stable")
+    docs = encoder.encode(texts).select(order)
+    sep = manifest.special_tokens["sep"]
+    stream, starts, ends = pack_stream(docs, manifest.max_seq_len - 2, sep)
+    expected = sorted(tuple(stream[a:b].tolist()) for a, b in zip(starts, ends, strict=True))
+    got = sorted(tuple(seq[1:-1].tolist()) for seq, _, _ in _sequences(Path(paths.shards)))
+    assert len(got) == manifest.sequences and got == expected
 
 
 def test_webdataset_reads_every_block_and_tar_lists_them(shard_sets) -> None:

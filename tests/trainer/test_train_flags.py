@@ -1,8 +1,10 @@
 """Train settings the shard set decides (issue 16, item 3)."""
 
 import json
+import re
 import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -66,15 +68,24 @@ def test_every_setting_of_the_toml_is_a_flag(capsys) -> None:
 
 
 def test_loader_settings_reach_the_loader(shards_dir, tmp_path, capsys) -> None:
-    damaged = tmp_path / "shards"
-    shutil.copytree(shards_dir, damaged)
-    first = sorted(damaged.glob("shard-*.tar"))[0]
-    data = bytearray(first.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # one flipped byte: only a checksum sees it
-    first.write_bytes(bytes(data))
-    assert main([*args(damaged, tmp_path / "a"), "--verify-shards"]) != 0
-    assert first.name in capsys.readouterr().err
-    with pytest.warns(UserWarning, match=first.name):  # skipped, with a warning naming it
-        skip = [*args(damaged, tmp_path / "b"), "--verify-shards", "--on-error", "skip"]
+    def damaged(name: str, keep: int | None) -> tuple[Path, str]:
+        """A copy with one flipped byte, which only a checksum sees, in every shard but
+        shard `keep`: whichever shards a two-step run reads first, it meets a damaged one."""
+        copy = tmp_path / name
+        shutil.copytree(shards_dir, copy)
+        shards = sorted(copy.glob("shard-*.tar"))
+        bad = [s for i, s in enumerate(shards) if i != keep]
+        for shard in bad:
+            data = bytearray(shard.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            shard.write_bytes(bytes(data))
+        return copy, "|".join(s.name for s in bad)
+
+    every, names = damaged("every", None)
+    assert main([*args(every, tmp_path / "a"), "--verify-shards"]) != 0
+    assert re.search(names, capsys.readouterr().err)
+    some, names = damaged("some", 0)
+    with pytest.warns(UserWarning, match=names):  # skipped, with a warning naming them
+        skip = [*args(some, tmp_path / "b"), "--verify-shards", "--on-error", "skip"]
         assert main(skip) == 0
-    assert main(args(damaged, tmp_path / "c")) == 0  # unchecked, the flipped byte is data
+    assert main(args(every, tmp_path / "c")) == 0  # unchecked, the flipped byte is data

@@ -2,15 +2,16 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clozeworks.corpus.shards import ranges
 from clozeworks.corpus.shards.dealing import bucket_offsets, number_of_shards, place
 from clozeworks.corpus.shards.instances import (
     SequenceBatch,
     Specials,
     chunk_bounds,
     pack_sentences,
-    pack_tails,
-    pack_with_separators,
+    pack_stream,
     single_sequences,
+    stream_items,
 )
 from clozeworks.corpus.shards.keys import string_key
 from clozeworks.corpus.shards.tokenize import TokenizedBatch
@@ -63,20 +64,29 @@ def test_chunks_of_a_batch_hold_every_token_once_and_never_cross_a_document(docs
     assert np.concatenate([s[1:-1] for s in seqs] or [[]]).tolist() == batch.ids.tolist()
 
 
-@given(st.lists(st.integers(1, 30), min_size=1, max_size=20), st.integers(30, 60))
-def test_tails_pack_with_one_separator_between_documents(sizes, capacity) -> None:
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    tokens = np.arange(5, 5 + bounds[-1])
-    stream, starts, ends = pack_tails(tokens, bounds, capacity, sep=3)
-    packs = [stream[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-    assert all(len(p) <= capacity and p[0] != 3 and p[-1] != 3 for p in packs)
-    assert [t for p in packs for t in p.tolist() if t != 3] == tokens.tolist()
-    assert sum(int((p == 3).sum()) for p in packs) == len(sizes) - len(packs)
-    firsts = pack_with_separators(sizes, capacity)
-    assert len(firsts) == len(packs) and firsts[0] == 0
-    # greedy: the next tail would not have fit in the pack before it
-    for k, f in enumerate(firsts[1:], start=1):
-        assert len(packs[k - 1]) + 1 + sizes[f] > capacity
+@given(st.lists(lengths, min_size=1, max_size=8), st.integers(6, 30))
+def test_a_stream_packs_every_token_once_with_one_separator_between_documents(
+    docs, capacity
+) -> None:
+    batch = _batch(docs)
+    stream, starts, ends = pack_stream(batch, capacity, sep=3)
+    blocks = [stream[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    assert all(0 < len(b) <= capacity for b in blocks)
+    assert (starts[1:] >= ends[:-1]).all()  # in order, never overlapping
+    assert [t for b in blocks for t in b.tolist() if t != 3] == batch.ids.tolist()
+    with_tokens = sum(1 for d in docs if sum(d))
+    assert (stream == 3).sum() == max(0, with_tokens - 1)
+    # every token of the stream is in a block but separators of blocks not made
+    missing = len(stream) - sum(len(b) for b in blocks)
+    assert missing == sum(1 for a, b in zip(ends[:-1], starts[1:], strict=True) if b > a)
+    gaps = zip(ends[:-1].tolist(), starts[1:].tolist(), strict=True)
+    assert all(stream[a:b].tolist() == [3] for a, b in gaps if b > a)
+    # greedy: a block ends only where the next item (a sentence piece or the separator)
+    # would not fit
+    sizes, _ = stream_items(batch, capacity)
+    item_at = dict(zip(ranges.offsets(sizes)[:-1].tolist(), sizes.tolist(), strict=True))
+    for k in range(len(blocks) - 1):
+        assert len(blocks[k]) + item_at[int(ends[k])] > capacity
 
 
 def test_dealing_balances_shards_and_keeps_ranks_unique() -> None:
