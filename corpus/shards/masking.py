@@ -9,7 +9,8 @@ masks the uninterrupted run would.
 How positions are chosen:
 
 1. The budget is `max(1, round(prob * maskable))` (or what the kind's reference code
-   computes, `budget = "reference"`), capped by `max_predictions`.
+   computes, `budget = "reference"`), capped by `max_predictions`. `budget = "electra"`
+   is ELECTRA's: that many uniform draws with replacement, so repeats mask fewer.
 2. `token`: the first `budget` maskable tokens of a random order, as BERT's shuffled
    candidates.
 3. `wwm`, `span`, `ngram`: BERT's, SpanBERT's and ALBERT's own sampling loops
@@ -43,11 +44,11 @@ IGNORE_INDEX = -100
 
 # Streams keep the random numbers used for different decisions independent.
 _STREAM_SELECT = 1
-_STREAM_CROSS = 2  # no longer drawn; kept so the others keep their values
+_STREAM_DRAWS = 2  # budget "electra": positions drawn with replacement
 _STREAM_ACTION = 3
 _STREAM_RANDOM_TOKEN = 4
 _STREAM_GROUP_LEN = 5
-_STREAMS = (_STREAM_SELECT, _STREAM_CROSS, _STREAM_ACTION, _STREAM_RANDOM_TOKEN, _STREAM_GROUP_LEN)
+_STREAMS = (_STREAM_SELECT, _STREAM_DRAWS, _STREAM_ACTION, _STREAM_RANDOM_TOKEN, _STREAM_GROUP_LEN)
 # A length distribution that is always 1: whole words one at a time (BERT's wwm).
 _ONE = torch.ones(1)
 
@@ -152,8 +153,9 @@ def _budget(
     if settings.budget == "reference" and settings.kind == "span":
         # SpanBERT: math.ceil(len(block) * ratio), the block without [CLS]/[SEP].
         budget = torch.ceil(n_maskable.to(torch.float64) * settings.prob)
-    elif settings.budget == "reference":
-        # BERT, ALBERT: max(1, int(round(len(tokens) * prob))), [CLS] and [SEP] counted.
+    elif settings.budget in ("reference", "electra"):
+        # BERT, ALBERT: max(1, int(round(len(tokens) * prob))), [CLS] and [SEP] counted;
+        # ELECTRA's pretrain_helpers.mask: the same number of draws.
         real = attention.sum(1).to(torch.float64)
         budget = torch.clamp(torch.round(real * settings.prob), min=1)
     else:
@@ -161,7 +163,31 @@ def _budget(
     budget = torch.where(n_maskable > 0, budget.to(torch.int64), 0)
     if settings.max_predictions is not None:
         budget = torch.clamp(budget, max=settings.max_predictions)
+    if settings.budget == "electra":
+        return torch.where(n_maskable > 0, budget, 0)  # draws: they may repeat
     return torch.minimum(budget, n_maskable)
+
+
+def _drawn_with_replacement(
+    maskable: torch.Tensor, draws: torch.Tensor, key: torch.Tensor
+) -> torch.Tensor:
+    """[B, L] bool: ELECTRA's positions, `draws[b]` uniform draws from row b's maskable
+    positions with replacement (its `tf.random.categorical`), so a repeat masks nothing more."""
+    b, length = maskable.shape
+    most = int(draws.max()) if b else 0
+    masked = torch.zeros_like(maskable)
+    if most == 0:
+        return masked
+    n = maskable.sum(1)  # [B]
+    # Row b's maskable positions first, in order; draw d takes the m-th of them.
+    order = torch.argsort((~maskable).to(torch.int8), dim=1, stable=True)  # [B, L]
+    bits = pair_bits(key[:, None], torch.arange(most, device=maskable.device))  # [B, most]
+    m = (bits * n[:, None]) >> 32  # [B, most], < n
+    taken = order.gather(1, m.clamp(max=length - 1))  # [B, most]
+    valid = torch.arange(most, device=maskable.device) < draws[:, None]
+    rows = torch.arange(b, device=maskable.device)[:, None].expand(b, most)
+    masked[rows[valid], taken[valid]] = True
+    return masked & maskable
 
 
 def _smallest(packed: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
@@ -196,7 +222,10 @@ def mask_tokens(
     budget = _budget(maskable, attention, settings)  # [B]
     positions = torch.arange(length, device=ids.device)
 
-    if settings.kind == "token":
+    if settings.budget == "electra":
+        masked = _drawn_with_replacement(maskable, budget, stream[:, 1])  # [B, L]
+        units = positions.expand(b, length)
+    elif settings.kind == "token":
         # Every unit is one token: the first `budget` tokens in a random visiting order
         # (BERT's shuffled candidates) are the `budget` smallest of unique keys, a 24-bit
         # score then the position. topk beats a full sort.
