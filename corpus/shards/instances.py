@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -42,6 +43,20 @@ def content_capacity(max_seq_len: int) -> int:
     return max_seq_len - 2
 
 
+def greedy_firsts(sizes: Sequence[int], capacity: int) -> list[int]:
+    """fairseq's TokenBlockDataset loop: items taken in order while a block holds at most
+    `capacity` (an item larger than that is a block of its own). The index of each block's
+    first item. Sequential by nature."""
+    firsts: list[int] = []
+    used = 0
+    for i, size in enumerate(sizes):
+        if not firsts or (used and used + size > capacity):
+            firsts.append(i)
+            used = 0
+        used += size
+    return firsts
+
+
 def pack_sentences(lengths: Sequence[int], capacity: int, cut: bool = True) -> list[int]:
     """Greedy packing of one document's sentences, by length: where each chunk ends, as a
     token offset from the document's start (the last is the document's length).
@@ -50,20 +65,11 @@ def pack_sentences(lengths: Sequence[int], capacity: int, cut: bool = True) -> l
     sentence longer than `capacity` is cut into `capacity`-long pieces first, or with
     `cut=False` (fairseq's) is a chunk of its own, longer than `capacity`.
     """
-    ends: list[int] = []
-    position = used = 0
     step = capacity if cut else max(capacity, *lengths, 1)
-    for length in lengths:
-        for start in range(0, length, step):
-            piece = min(step, length - start)
-            if used + piece > capacity and used:
-                ends.append(position)
-                used = 0
-            used += piece
-            position += piece
-    if used:
-        ends.append(position)
-    return ends
+    pieces = [min(step, length - start) for length in lengths for start in range(0, length, step)]
+    bounds = list(accumulate(pieces, initial=0))
+    firsts = greedy_firsts(pieces, capacity)
+    return [bounds[i] for i in firsts[1:]] + bounds[-1:] if pieces else []
 
 
 def chunk_bounds(batch: TokenizedBatch, capacity: int, cut: bool = True) -> np.ndarray:
@@ -120,14 +126,7 @@ def pack_stream(
     with the over-long blocks left out. (stream, starts, ends): block b is
     `stream[starts[b]:ends[b]]`."""
     sizes, is_separator = stream_items(batch, capacity, cut)
-    first = [0] if len(sizes) else []
-    used = 0
-    for i, size in enumerate(sizes.tolist()):  # fairseq's loop, sequential by nature
-        if used and used + size > capacity:
-            first.append(i)
-            used = 0
-        used += size
-    firsts = np.array(first, dtype=np.int64)
+    firsts = np.array(greedy_firsts(sizes.tolist(), capacity), dtype=np.int64)
     bounds = ranges.offsets(sizes)
     nexts = np.append(firsts[1:], len(sizes))[: len(firsts)].astype(np.int64)
     starts, ends = bounds[firsts], bounds[nexts]
