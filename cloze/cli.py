@@ -25,7 +25,19 @@ from clozeworks.schemas.errors import ClozeError
 # imports), so only the verb being run is imported; `cloze --help` imports them all.
 COMMANDS: dict[str, str] = {
     verb: f"clozeworks.commands.{verb}"
-    for verb in ("clean", "dedup", "vocab", "shard", "build", "train", "export", "inspect", "demo")
+    for verb in (
+        "clean",
+        "dedup",
+        "vocab",
+        "shard",
+        "build",
+        "train",
+        "export",
+        "finetune",
+        "evaluate",
+        "inspect",
+        "demo",
+    )
 }
 
 DESCRIPTION = """\
@@ -33,6 +45,7 @@ Build pretraining corpora for BERT-family encoders and train on them.
 
   raw text --clean--> docs --dedup--> docs --vocab--> tokenizer
                                    `--shard (+tokenizer)--> shards --train--> run --export--> hf
+  run or hf --finetune (+task files)--> fine-tuned model --evaluate--> eval.json
 
 Beam verbs (clean, dedup, vocab, shard, build, demo) pass flags they do not know to Beam,
 e.g. --runner DataflowRunner --project P --region R --temp_location gs://B/tmp.

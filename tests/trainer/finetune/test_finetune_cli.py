@@ -1,0 +1,152 @@
+"""`cloze finetune` / `cloze evaluate` end to end on a tiny pretrained run, and the export of
+the fine-tuned model to transformers with the same logits."""
+
+import json
+import random
+
+import pytest
+import torch
+import transformers
+
+from clozeworks.cli import main
+from clozeworks.trainer.finetune.run import run_finetune
+from clozeworks.trainer.finetune.store import load
+from clozeworks.trainer.finetune.tasks import BUILTIN
+from clozeworks.trainer.finetune.train import FinetuneSettings
+
+# Two disjoint word sets: a sentence made of one set's words has that set's label.
+POSITIVE = ["value", "return", "object", "string", "list", "file"]
+NEGATIVE = ["error", "raise", "none", "default", "argument", "type"]
+
+
+def write_sst2(directory, seed: int, rows: int) -> None:
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", rows), ("dev", rows // 4)):
+        lines = ["sentence\tlabel"]
+        for _ in range(n):
+            label = rng.randrange(2)
+            words = POSITIVE if label else NEGATIVE
+            lines.append(
+                " ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) + f"\t{label}"
+            )
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(nsp_shards, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pretrained")
+    config = tmp / "small.toml"
+    config.write_text(
+        "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n"
+        "[optim]\nwarmup_steps = 1\n",
+        encoding="utf-8",
+    )
+    run = tmp / "run"
+    args = ["train", "--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
+    assert (
+        main(
+            [
+                *args,
+                "--objective",
+                "mlm,nsp",
+                "--max-steps",
+                "2",
+                "--batch-size",
+                "4",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    return run
+
+
+def test_finetune_learns_a_separable_task_and_evaluate_agrees(tiny_run, tmp_path, capsys) -> None:
+    data, out = tmp_path / "sst2", tmp_path / "tuned"
+    write_sst2(data, seed=0, rows=240)
+    flags = ["--lr", "1e-3", "--epochs", "4", "--batch-size", "16", "--no-progress"]
+    common = ["--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
+    assert main(["finetune", *common, "--output", str(out), *flags]) == 0
+    info = json.loads((out / "finetune.json").read_text())
+    assert [e["epoch"] for e in info["epochs"]] == [1, 2, 3, 4]
+    assert info["examples"] == {"train": 240, "dev": 60}
+    assert info["dev"]["accuracy"] >= 90.0, info["epochs"]
+    assert info["epochs"][-1]["train_loss"] < info["epochs"][0]["train_loss"]
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(out), "--data", str(data), "--device", "cpu"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["accuracy"] == pytest.approx(info["dev"]["accuracy"])
+    assert json.loads((out / "eval.json").read_text())["dev"]["examples"] == 60
+    # The same run again with the same seed gives the same model (everything is seeded).
+    again = tmp_path / "again"
+    assert main(["finetune", *common, "--output", str(again), *flags]) == 0
+    a, b = load(out).model.state_dict(), load(again).model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    # A non-empty output is refused without --overwrite.
+    assert main(["finetune", *common, "--output", str(out), *flags]) == 2
+
+
+def test_finetuned_model_exports_to_transformers_with_the_same_logits(tiny_run, tmp_path) -> None:
+    data, out = tmp_path / "sst2", tmp_path / "tuned"
+    write_sst2(data, seed=1, rows=32)
+    args = ["finetune", "--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
+    assert main([*args, "--output", str(out), "--epochs", "1", "--no-progress"]) == 0
+    tuned = load(out)
+    assert main(["export", "--run", str(out), "--output", str(tmp_path / "hf")]) == 0
+    hf, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+        tmp_path / "hf", output_loading_info=True
+    )
+    assert type(hf).__name__ == "BertForSequenceClassification"
+    assert not info["unexpected_keys"] and not info["missing_keys"]
+    assert hf.config.id2label == {0: "0", 1: "1"}
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    batch = tok(
+        ["value list file", "error raise"],
+        ["string", "none type default"],
+        padding=True,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        ours = tuned.model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        theirs = hf.eval()(**batch).logits
+    torch.testing.assert_close(theirs, ours, atol=1e-4, rtol=0)
+
+
+def test_a_bad_row_is_one_line_naming_file_and_line(tiny_run, tmp_path, capsys) -> None:
+    data = tmp_path / "sst2"
+    write_sst2(data, seed=2, rows=16)
+    train = data / "train.tsv"
+    lines = train.read_text().splitlines()
+    lines[5] = "some words\tmaybe"
+    train.write_text("\n".join(lines) + "\n")
+    args = ["finetune", "--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
+    assert main([*args, "--output", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{train}:6: label 'maybe' is not one of 0, 1" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_keeps_the_learning_rate_with_the_best_dev_score(tiny_run, tmp_path) -> None:
+    data, out = tmp_path / "sst2", tmp_path / "tuned"
+    write_sst2(data, seed=0, rows=240)
+    settings = FinetuneSettings(batch_size=16, epochs=4)
+    info = run_finetune(tiny_run, BUILTIN["glue/sst2"], data, out, settings, sweep=(1e-6, 1e-3))
+    scores = {t["learning_rate"]: t["dev"]["accuracy"] for t in info["sweep"]}
+    assert scores[1e-3] > scores[1e-6] + 20, scores  # 1e-6 barely moves in 60 steps
+    assert info["settings"]["learning_rate"] == 1e-3
+    assert info["dev"]["accuracy"] == scores[1e-3]
+    assert json.loads((out / "finetune.json").read_text())["settings"]["learning_rate"] == 1e-3
+
+
+def test_cli_sweep_flag_tries_berts_grid(tiny_run, tmp_path, capsys) -> None:
+    data = tmp_path / "sst2"
+    write_sst2(data, seed=4, rows=16)
+    args = ["finetune", "--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
+    assert (
+        main([*args, "--output", str(tmp_path / "o"), "--sweep", "--epochs", "1", "--no-progress"])
+        == 0
+    )
+    tried = json.loads((tmp_path / "o" / "finetune.json").read_text())["sweep"]
+    assert [t["learning_rate"] for t in tried] == [5e-5, 4e-5, 3e-5, 2e-5]

@@ -1,0 +1,147 @@
+"""A pretrained encoder with a task head, laid out as transformers' `...ForSequenceClassification`
+of its family, so a fine-tuned model exports with the same logits.
+
+| family | head on the first token ([CLS] / <s>) | transformers class |
+|---|---|---|
+| bert | dense + tanh (BERT's pooler), dropout, linear | `BertForSequenceClassification` |
+| albert | dense + tanh (ALBERT's pooler), dropout, linear | `AlbertForSequenceClassification` |
+| roberta, pre-LN | dropout, dense + tanh, dropout, linear | `Roberta[PreLayerNorm]ForSeq...` |
+| electra | dropout, dense + gelu, dropout, linear | `ElectraForSequenceClassification` |
+
+BERT and ALBERT start the pooler from the pretrained sentence head (NSP / SOP) when the
+run had one, as transformers does; everything else new is initialized like BERT
+(normal(0, 0.02), zero biases).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from clozeworks.schemas.errors import BadInputError
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.models import build_model
+from clozeworks.trainer.models.bert import Encoder, init_weights
+
+
+@dataclass
+class Backbone:
+    """A pretrained model (heads included) as loaded from a run or a transformers directory."""
+
+    config: TrainConfig
+    model: nn.Module
+    tokenizer: Path
+    source: str
+
+    @property
+    def encoder(self) -> Encoder:
+        model: Any = self.model
+        return model.discriminator if hasattr(model, "discriminator") else model.encoder
+
+    @property
+    def pooler(self) -> nn.Linear | None:
+        sentence = getattr(self.model, "sentence", None)
+        return None if sentence is None else sentence.pooler
+
+
+# A transformers checkpoint's pretraining head that carries a pooler, by architecture.
+_HF_OBJECTIVES = {
+    "BertForPreTraining": ("mlm", "nsp"),
+    "AlbertForPreTraining": ("mlm", "sop"),
+    "ElectraForPreTraining": ("mlm", "rtd"),
+}
+
+
+def load_backbone(path: Path, step: int | None = None) -> Backbone:
+    """The model of a training run (newest or `step` checkpoint) or of a transformers
+    directory (`cloze export`'s output, or any BERT-family model saved by transformers)."""
+    from clozeworks.trainer.export import load_run
+    from clozeworks.trainer.init_from import load_weights, locate, model_config
+
+    src = locate(path)
+    if src.kind == "run":
+        run = src.path if src.weights != src.path else src.path.parent
+        config, model, raw = load_run(run, step if src.weights != src.path else None)
+        tokenizer = Path(raw.get("tokenizer", ""))
+    else:
+        arch, _ = model_config(path, ModelConfig())
+        hf = json.loads((src.path / "config.json").read_text(encoding="utf-8"))
+        names = hf.get("architectures") or []
+        objectives = next((_HF_OBJECTIVES[n] for n in names if n in _HF_OBJECTIVES), ("mlm",))
+        if arch.family == "electra":
+            objectives = ("mlm", "rtd")
+        config = TrainConfig(model=arch, objectives=objectives)
+        model = build_model(config)
+        load_weights(model, config, path)
+        tokenizer = src.path
+    if not (tokenizer / "tokenizer.json").is_file():
+        raise BadInputError(f"{path}: no tokenizer.json (looked in {tokenizer})")
+    return Backbone(config, model.eval(), tokenizer, str(path))
+
+
+def randomized(backbone: Backbone, seed: int) -> Backbone:
+    """The same architecture and tokenizer with weights from `seed` alone: the baseline
+    that shows what pretraining adds."""
+    config = replace(backbone.config, seed=seed)
+    return Backbone(config, build_model(config).eval(), backbone.tokenizer, "random init")
+
+
+class SequenceHead(nn.Module):
+    """First token -> [B, C] logits (C = 1 for regression), in the family's layout."""
+
+    def __init__(self, config: ModelConfig, outputs: int) -> None:
+        super().__init__()
+        self.family = "roberta" if config.pre_ln and config.family == "bert" else config.family
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, outputs)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        x = h[:, 0]  # [B, H]
+        if self.family in ("bert", "albert"):
+            return self.out(self.dropout(torch.tanh(self.dense(x))))  # [B, C]
+        x = self.dense(self.dropout(x))
+        x = F.gelu(x) if self.family == "electra" else torch.tanh(x)
+        return self.out(self.dropout(x))  # [B, C]
+
+
+class SequenceModel(nn.Module):
+    """Encoder + SequenceHead: one sentence or a pair -> class logits or a score."""
+
+    def __init__(self, config: ModelConfig, encoder: Encoder, outputs: int) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.head = SequenceHead(config, outputs)
+        self.head.apply(partial(init_weights, std=config.initializer_range))
+
+    @classmethod
+    def from_backbone(cls, backbone: Backbone, outputs: int) -> SequenceModel:
+        model = cls(backbone.config.model, backbone.encoder, outputs)
+        pooler = backbone.pooler
+        if pooler is not None and model.head.family in ("bert", "albert"):
+            model.head.dense.load_state_dict(pooler.state_dict())
+        return model
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # [B, L, H]
+        return self.head(h)  # [B, C]
+
+
+def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
+    """Cross-entropy, or mean squared error for one output (transformers' choice)."""
+    if regression:
+        return F.mse_loss(logits.squeeze(-1).float(), labels.float())
+    return F.cross_entropy(logits.float(), labels.long())

@@ -1,0 +1,124 @@
+"""A fine-tuned model directory:
+
+    finetune.json      version, task (TaskSpec), model (the architecture), settings, source,
+                       per-epoch losses and dev scores, examples/s
+    model.safetensors  the SequenceModel's weights (tensors only: never a pickle)
+    tokenizer/         the pretrained model's tokenizer files
+    eval.json          written by `cloze evaluate`: scores by split
+
+It is written under a temporary name and renamed when complete, so a directory with
+`finetune.json` is whole.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.finetune.model import SequenceModel
+from clozeworks.trainer.finetune.tasks import TaskSpec
+from clozeworks.trainer.models.bert import build_encoder
+
+FINETUNE_FILE = "finetune.json"
+EVAL_FILE = "eval.json"
+WEIGHTS_FILE = "model.safetensors"
+VERSION = 1
+
+
+@dataclass
+class Finetuned:
+    model: SequenceModel
+    config: TrainConfig
+    spec: TaskSpec
+    tokenizer: Path
+    info: dict[str, Any]
+
+
+def is_finetuned(path: Path) -> bool:
+    return (path / FINETUNE_FILE).is_file()
+
+
+def save(
+    output: Path,
+    model: SequenceModel,
+    config: TrainConfig,
+    spec: TaskSpec,
+    tokenizer: Path,
+    info: dict[str, Any],
+) -> None:
+    from safetensors.torch import save_file
+
+    tmp = output.with_name(f".{output.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(state, str(tmp / WEIGHTS_FILE))
+    (tmp / "tokenizer").mkdir()
+    for f in tokenizer.iterdir():
+        if f.is_file():
+            shutil.copy2(f, tmp / "tokenizer" / f.name)
+    payload = {
+        "version": VERSION,
+        "task": spec.to_json(),
+        "train_config": config.to_dict(),
+        **info,
+    }
+    (tmp / FINETUNE_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if output.exists():
+        shutil.rmtree(output)
+    tmp.replace(output)
+
+
+def load(path: Path) -> Finetuned:
+    from safetensors.torch import load_file
+
+    meta = path / FINETUNE_FILE
+    if not meta.is_file():
+        raise BadInputError(f"{path}: not a fine-tuned model directory (no {FINETUNE_FILE})")
+    try:
+        raw = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BadInputError(f"{meta}: not readable JSON ({err})") from None
+    if raw.get("version") != VERSION:
+        raise BadInputError(f"{meta}: version {raw.get('version')!r}, this reads {VERSION}")
+    spec = TaskSpec.from_json(raw["task"], str(meta))
+    config = TrainConfig.from_dict(raw["train_config"])
+    from clozeworks.trainer.models import albert, roberta
+
+    builders = {
+        "bert": build_encoder,
+        "roberta": roberta.build_encoder,
+        "albert": albert.build_encoder,
+    }
+    m = config.model
+    encoder = builders.get(m.family, build_encoder)(m)
+    model = SequenceModel(m, encoder, spec.num_outputs)
+    tensors = load_file(str(path / WEIGHTS_FILE))
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    if missing or unexpected:
+        raise BadInputError(
+            f"{path / WEIGHTS_FILE}: does not fit the model in {FINETUNE_FILE} "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    return Finetuned(model.eval(), config, spec, path / "tokenizer", raw)
+
+
+def record_eval(path: Path, split: str, scores: dict[str, Any]) -> Path:
+    """Adds `split`'s scores to eval.json (written whole through a temporary file)."""
+    target = path / EVAL_FILE
+    current: dict[str, Any] = {}
+    if target.is_file():
+        try:
+            current = json.loads(target.read_text(encoding="utf-8"))
+        except ValueError:
+            raise UsageError(f"{target}: not JSON; remove it to evaluate again") from None
+    current[split] = scores
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return target

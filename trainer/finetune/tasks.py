@@ -1,0 +1,194 @@
+"""Fine-tuning tasks: what a task's files look like, its labels and its metrics.
+
+A task is a `TaskSpec`, built in by name (`glue/mrpc`, ...: GLUE's TSV files as its
+download script writes them, each task's columns, label set and metrics as the GLUE paper
+and transformers' `glue.py` processors define them) or read from a TOML file:
+
+    name = "reviews"
+    shape = "single"            # single | pair | regression (of one text, or of a pair)
+    format = "jsonl"            # jsonl | csv | tsv
+    text_a = "review"           # a column name (or a 0-based index for files without header)
+    label = "stars"
+    labels = ["1", "2", "3", "4", "5"]
+    metrics = ["accuracy", "f1_macro"]
+    [files]
+    train = "train.jsonl"
+    dev = "dev.jsonl"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from clozeworks.schemas.errors import BadInputError, UsageError
+
+SHAPES = ("single", "pair", "regression")
+FORMATS = ("tsv", "csv", "jsonl")
+METRICS = ("accuracy", "f1", "f1_macro", "matthews", "pearson", "spearman")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    shape: str
+    format: str
+    text_a: str | int
+    label: str | int
+    text_b: str | int | None = None
+    # The label strings in class order; empty for regression.
+    labels: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("accuracy",)
+    files: dict[str, str] = field(default_factory=dict)
+    # tsv/csv: whether the first line names the columns (GLUE's CoLA has none).
+    header: bool = True
+    # "raise": a malformed row is an error naming file and line; "skip": counted and skipped
+    # (GLUE's QQP train file has rows with missing columns, which transformers skips too).
+    bad_rows: str = "raise"
+
+    def __post_init__(self) -> None:
+        where = f"task {self.name!r}"
+        if self.shape not in SHAPES:
+            raise UsageError(f"{where}: shape {self.shape!r} is not one of {', '.join(SHAPES)}")
+        if self.format not in FORMATS:
+            raise UsageError(f"{where}: format {self.format!r} is not one of {', '.join(FORMATS)}")
+        if self.shape == "pair" and self.text_b is None:
+            raise UsageError(f"{where}: a pair task needs text_b")
+        if self.shape == "single" and self.text_b is not None:
+            raise UsageError(f"{where}: a single-sentence task has no text_b")
+        if self.shape == "regression":
+            if self.labels:
+                raise UsageError(f"{where}: a regression task has no label set")
+        elif len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
+            raise UsageError(f"{where}: labels must list at least two distinct classes")
+        unknown = [m for m in self.metrics if m not in METRICS]
+        if unknown or not self.metrics:
+            raise UsageError(f"{where}: metrics must be some of {', '.join(METRICS)}")
+        if self.bad_rows not in ("raise", "skip"):
+            raise UsageError(f"{where}: bad_rows must be 'raise' or 'skip'")
+        if self.format == "jsonl" and any(
+            isinstance(c, int) for c in (self.text_a, self.text_b, self.label)
+        ):
+            raise UsageError(f"{where}: jsonl columns are field names, not indices")
+        names = [c for c in (self.text_a, self.text_b, self.label) if isinstance(c, str)]
+        if self.format != "jsonl" and not self.header and names:
+            raise UsageError(f"{where}: without a header, columns are 0-based indices")
+
+    @property
+    def num_outputs(self) -> int:
+        return 1 if self.shape == "regression" else len(self.labels)
+
+    @property
+    def main_metric(self) -> str:
+        """The score a sweep picks by: the first metric."""
+        return self.metrics[0]
+
+    def path(self, data: Path, split: str) -> Path:
+        if split not in self.files:
+            raise UsageError(
+                f"task {self.name!r} has no split {split!r}; it has {', '.join(self.files)}"
+            )
+        return data / self.files[split]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["labels"], out["metrics"] = list(self.labels), list(self.metrics)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], where: str = "task") -> TaskSpec:
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(raw) - known)
+        if extra:
+            raise UsageError(f"{where}: unknown key(s) {', '.join(extra)}")
+        missing = [k for k in ("name", "shape", "format", "text_a", "label") if k not in raw]
+        if missing:
+            raise UsageError(f"{where}: missing key(s) {', '.join(missing)}")
+        values = dict(raw)
+        values["labels"] = tuple(str(v) for v in raw.get("labels", ()))
+        values["metrics"] = tuple(raw.get("metrics", ("accuracy",)))
+        values["files"] = dict(raw.get("files", {}))
+        try:
+            return cls(**values)
+        except TypeError as err:
+            raise UsageError(f"{where}: {err}") from None
+
+
+def _glue(
+    name: str,
+    shape: str,
+    a: str | int,
+    b: str | int | None,
+    label: str | int,
+    labels: tuple[str, ...],
+    metrics: tuple[str, ...],
+    dev: str = "dev.tsv",
+    **kw: Any,
+) -> TaskSpec:
+    files = {"train": "train.tsv", "dev": dev}
+    return TaskSpec(f"glue/{name}", shape, "tsv", a, label, b, labels, metrics, files, **kw)
+
+
+_ENTAIL = ("entailment", "not_entailment")
+BUILTIN: dict[str, TaskSpec] = {
+    t.name: t
+    for t in (
+        # CoLA's files have no header: source, label, original label, sentence.
+        _glue("cola", "single", 3, None, 1, ("0", "1"), ("matthews",), header=False),
+        _glue("sst2", "single", "sentence", None, "label", ("0", "1"), ("accuracy",)),
+        _glue("mrpc", "pair", "#1 String", "#2 String", "Quality", ("0", "1"), ("f1", "accuracy")),
+        _glue(
+            "qqp",
+            "pair",
+            "question1",
+            "question2",
+            "is_duplicate",
+            ("0", "1"),
+            ("f1", "accuracy"),
+            bad_rows="skip",
+        ),
+        _glue("stsb", "regression", "sentence1", "sentence2", "score", (), ("pearson", "spearman")),
+        _glue(
+            "mnli",
+            "pair",
+            "sentence1",
+            "sentence2",
+            "gold_label",
+            ("contradiction", "entailment", "neutral"),
+            ("accuracy",),
+            dev="dev_matched.tsv",
+        ),
+        _glue(
+            "mnli-mm",
+            "pair",
+            "sentence1",
+            "sentence2",
+            "gold_label",
+            ("contradiction", "entailment", "neutral"),
+            ("accuracy",),
+            dev="dev_mismatched.tsv",
+        ),
+        _glue("qnli", "pair", "question", "sentence", "label", _ENTAIL, ("accuracy",)),
+        _glue("rte", "pair", "sentence1", "sentence2", "label", _ENTAIL, ("accuracy",)),
+        _glue("wnli", "pair", "sentence1", "sentence2", "label", ("0", "1"), ("accuracy",)),
+    )
+}
+
+
+def load_task(name_or_path: str) -> TaskSpec:
+    """A built-in task by name (`glue/mrpc`) or a TOML task file."""
+    if name_or_path in BUILTIN:
+        return BUILTIN[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise UsageError(
+            f"--task {name_or_path}: neither a task file nor a built-in task "
+            f"({', '.join(sorted(BUILTIN))})"
+        )
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise BadInputError(f"{path}: not a TOML task file: {err}") from None
+    return TaskSpec.from_json(raw, str(path))
