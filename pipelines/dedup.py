@@ -73,35 +73,38 @@ class DedupConfig:
     bands: int | None = None
     rows: int | None = None
     seed: int = 42
-    # text-dedup's optimal_param weighs missed and false candidates equally; dedup leans to
-    # recall (a missed duplicate is repeated training data; the extra candidates sit just
-    # under the threshold, and --verify removes them). 0.2/0.8 gives 21 bands x 12 rows at
-    # 0.8 and 256 permutations: 96% of pairs at 0.85 collide, 4.5% at 0.6, 0.5% at 0.5.
-    false_positive_weight: float = 0.2
-    false_negative_weight: float = 0.8
-    verify: bool = False
+    # Weight of missed pairs when choosing bands x rows (false candidates get 1 - it); None
+    # picks by --verify. text-dedup's optimal_param weighs both equally. Without verification
+    # every candidate is merged, so 0.8 keeps false candidates rare (21 bands x 12 rows at
+    # 0.8: 96% of pairs at 0.85 collide, 0.5% at 0.5). With verification a false candidate
+    # costs one exact comparison and is then dropped, so 0.95 leans much further to recall:
+    # 36 x 7 at 0.7 (95% of pairs at 0.7 and 99.4% at 0.75 collide), 25 x 10 at 0.8.
+    fn_weight: float | None = None
+    # Exact Jaccard of each candidate pair, as MinHash estimates alone mistake pairs around
+    # the threshold either way (sd 0.03 at 0.7 with 256 permutations).
+    verify: bool = True
     emit_clusters: str | None = None
     line_dedup: bool = False
     line_dedup_min_sentences: int = 3
     cc_rounds: int = 6
 
     def near_settings(self) -> NearSettings:
-        """Bands and rows from the flags, else `optimal_param(threshold, num_perm)`."""
+        """Bands and rows from the flags, else `optimal_param` for the threshold and weights."""
         if not 0.0 < self.threshold < 1.0:
             raise UsageError(f"--threshold must be in (0, 1), got {self.threshold}")
         if self.ngram < 1 or self.num_perm < 1 or self.cc_rounds < 1:
             raise UsageError("--ngram, --num-perm and --cc-rounds must be at least 1")
         if (self.bands is None) != (self.rows is None):
             raise UsageError("give both --bands and --rows, or neither")
+        fn_weight = self.fn_weight
+        if fn_weight is None:
+            fn_weight = 0.95 if self.verify else 0.8
+        if not 0.0 < fn_weight < 1.0:
+            raise UsageError(f"--fn-weight must be in (0, 1), got {fn_weight}")
         bands, rows = (
             (self.bands, self.rows)
             if self.bands is not None and self.rows is not None
-            else optimal_param(
-                self.threshold,
-                self.num_perm,
-                self.false_positive_weight,
-                self.false_negative_weight,
-            )
+            else optimal_param(self.threshold, self.num_perm, 1.0 - fn_weight, fn_weight)
         )
         if bands < 1 or rows < 1 or bands * rows > self.num_perm:
             raise UsageError(f"--bands x --rows must be at most --num-perm ({self.num_perm})")

@@ -2,13 +2,13 @@
 
 Exact duplicates are documents whose text is equal after case folding and whitespace
 collapsing. With --near, MinHash over word n-grams finds near-duplicates: documents whose
-n-gram Jaccard similarity is about --threshold or more (bands x rows chosen for the
-threshold as text-dedup does, or set with --bands/--rows; --verify checks each candidate
-pair's true Jaccard). Duplicates form clusters (connected components, so chains merge);
-of each cluster the document with the smallest id is kept. --line-dedup then removes lines
-that several documents share from all but one (C4). stats.json counts duplicates, clusters
-and lists the largest; --emit-clusters DIR writes (id, cluster) for every clustered document.
-"""
+n-gram Jaccard similarity is --threshold or more. Bands x rows are chosen for the
+threshold as text-dedup does, leaning to recall (or set with --bands/--rows), and each
+candidate pair's true Jaccard is then checked (unless --no-verify, which merges every
+candidate). Duplicates form clusters (connected components, so chains merge); of each
+cluster the document with the smallest id is kept. --line-dedup then removes lines that
+several documents share from all but one (C4). stats.json counts duplicates, clusters and
+lists the largest; --emit-clusters DIR writes (id, cluster) for every clustered document."""
 
 from __future__ import annotations
 
@@ -42,14 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     near.add_argument(
         "--fn-weight",
         type=float,
-        default=0.8,
         help="weight of missed pairs when choosing bands x rows; false candidates get "
-        "1 - this (0.8: lean to recall)",
+        "1 - this (0.95 when verifying, 0.8 with --no-verify)",
     )
     near.add_argument(
         "--verify",
-        action="store_true",
-        help="keep only candidate pairs whose true Jaccard similarity reaches --threshold",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep only candidate pairs whose true Jaccard similarity reaches --threshold "
+        "(default; --no-verify merges every MinHash candidate)",
     )
     near.add_argument(
         "--cc-rounds",
@@ -78,6 +79,7 @@ NEAR_FLAGS = (
     "--seed",
     "--fn-weight",
     "--verify",
+    "--no-verify",
 )
 
 
@@ -109,8 +111,7 @@ def config_from_args(args: argparse.Namespace) -> DedupConfig:
         bands=args.bands,
         rows=args.rows,
         seed=args.seed,
-        false_positive_weight=1.0 - args.fn_weight,
-        false_negative_weight=args.fn_weight,
+        fn_weight=args.fn_weight,
         verify=args.verify,
         emit_clusters=args.emit_clusters,
         line_dedup=args.line_dedup,

@@ -140,6 +140,56 @@ def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
     assert all(root in kept for root in clusters.values())
 
 
+def test_default_banding_leans_to_recall_when_verifying() -> None:
+    verified = DedupConfig("in", "out", near=True, threshold=0.7).near_settings()
+    assert (verified.bands, verified.rows, verified.verify) == (36, 7, True)
+    merged = DedupConfig("in", "out", near=True, threshold=0.7, verify=False).near_settings()
+    assert (merged.bands, merged.rows, merged.verify) == (28, 9, False)
+    assert DedupConfig("in", "out", near=True).near_settings().bands == 25  # 25 x 10 at 0.8
+    with pytest.raises(UsageError, match="fn-weight"):
+        DedupConfig("in", "out", near=True, fn_weight=1.0).near_settings()
+
+
+def test_defaults_find_pairs_just_above_the_threshold_and_merge_none_below(tmp_path) -> None:
+    """At --threshold 0.7 with default flags: pairs at true Jaccard 0.70-0.80 are found with
+    recall >= 0.93 (36 x 7 bands collide with 95.5% of pairs at 0.70 and 99.98% at 0.80, so
+    about 98.5% are expected: more than 7 misses in 100 has probability below 1e-3; the
+    unverified 28 x 9 expects 87% and fails), and no pair at 0.55-0.65 is merged (each
+    candidate's exact Jaccard is checked)."""
+    rng = random.Random(5)
+    shingler = Shingler(5)
+    records, near, far = [], [], []
+    for i in range(120):
+        base = _doc(rng, rng.randrange(200, 400))
+        copy = _edit(rng, base, rng.uniform(0.71, 0.80), shingler)
+        alike = _edit(rng, base, rng.uniform(0.55, 0.65), shingler)
+        ids = (f"o{i:04d}", f"c{i:04d}", f"l{i:04d}")
+        for doc_id, words in zip(ids, (base, copy, alike), strict=True):
+            records.append({"id": doc_id, "text": " ".join(words)})
+        sets = [shingler(r["text"]) for r in records[-3:]]
+        near.append((ids[0], ids[1], jaccard(sets[0], sets[1])))
+        far.append((ids[0], ids[2], jaccard(sets[0], sets[2])))
+        far.append((ids[1], ids[2], jaccard(sets[1], sets[2])))
+    near = [pair for pair in near if 0.7 <= pair[2] < 0.8]  # an edit may overshoot a little
+    assert len(near) >= 100 and all(j < 0.7 for *_, j in far)
+    rng.shuffle(records)
+    write_jsonl(tmp_path / "raw" / "x.jsonl", records)
+    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    config = DedupConfig(
+        str(tmp_path / "clean"),
+        str(tmp_path / "docs"),
+        near=True,
+        threshold=0.7,
+        emit_clusters=str(tmp_path / "cl"),
+    )
+    stats = run_dedup(config)
+    clusters = clusters_of(tmp_path / "cl")
+    found = sum(clusters.get(a, a) == clusters.get(b, b) for a, b, _ in near) / len(near)
+    assert found >= 0.93, found
+    assert not any(clusters.get(a, a) == clusters.get(b, b) for a, b, _ in far)
+    assert stats["near.pairs_rejected"] > 0 and accounted(stats)
+
+
 def test_verified_chains_merge_and_lookalikes_stay_apart(tmp_path) -> None:
     rng = random.Random(2)
     shingler = Shingler(5)
