@@ -4,7 +4,8 @@ BERT -> BertForPreTraining (BertForMaskedLM without an NSP/SOP head), RoBERTa ->
 RobertaForMaskedLM, pre-LN BERT/RoBERTa -> RobertaPreLayerNormForMaskedLM, ALBERT ->
 AlbertForPreTraining (AlbertForMaskedLM without a sentence head), ELECTRA ->
 ElectraForPreTraining plus the generator as ElectraForMaskedLM in OUTPUT/generator.
-A fine-tuned model (`cloze finetune`'s output) -> its family's ...ForSequenceClassification.
+A fine-tuned model (`cloze finetune`'s output) -> its family's ...ForSequenceClassification
+or ...ForTokenClassification.
 """
 
 from __future__ import annotations

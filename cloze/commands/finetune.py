@@ -3,12 +3,19 @@
 --run is a training run (its newest checkpoint, or --step N), a step directory, or a
 transformers directory (`cloze export`'s output). --task is a built-in task (glue/cola,
 glue/sst2, glue/mrpc, glue/qqp, glue/stsb, glue/mnli, glue/mnli-mm, glue/qnli, glue/rte,
-glue/wnli: GLUE's TSV files in --data, as its download script writes them) or a TOML task
-file (columns, labels and metrics of your JSONL, CSV or TSV files; docs/design.md). The
-defaults are BERT's recipe: batch 32, learning rate 2e-5, 3 epochs, 10% warm-up, linear
-decay; --sweep tries BERT's learning rates and keeps the best on dev. The dev split is
-scored after every epoch; the model, its task and the scores go
-to --output (finetune.json, eval.json), which `cloze evaluate` and `cloze export` read.
+glue/wnli: GLUE's TSV files in --data, as its download script writes them; conll2003: its
+train.txt / valid.txt column files, NER with entity-level F1; squad, squad2: SQuAD's
+JSON, exact match and F1) or a TOML task file (columns, labels and metrics of your JSONL,
+CSV, TSV, CoNLL or SQuAD-style files; docs/design.md). The defaults are BERT's recipe:
+batch 32, learning rate 2e-5, 3 epochs, 10% warm-up, linear decay; --sweep tries BERT's
+learning rates and keeps the best on dev. The dev split is scored after every epoch; the
+model, its task and the scores go to --output (finetune.json, eval.json), which `cloze
+evaluate` and `cloze export` read.
+
+Several --task (each with its --data) train one encoder with a head per task on batches of
+all of them, each task sampled in proportion to its size (MT-DNN); --then-finetune then
+fine-tunes each task's model on its task alone. Each task's model goes to OUTPUT/<task>/
+(glue/mrpc -> OUTPUT/glue-mrpc), a summary to OUTPUT/multitask.json.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import json
 from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
-from clozeworks.trainer.finetune.run import SWEEP_LEARNING_RATES, run_finetune
+from clozeworks.schemas.errors import UsageError
+from clozeworks.trainer.finetune.run import SWEEP_LEARNING_RATES, run_finetune, run_multitask
 from clozeworks.trainer.finetune.tasks import load_task
 from clozeworks.trainer.finetune.train import FinetuneSettings
 
@@ -29,8 +37,20 @@ BEAM = False
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p)
     p.add_argument("--run", required=True, metavar="RUN_OR_EXPORT", help="pretrained model")
-    p.add_argument("--task", required=True, metavar="TASK", help="glue/NAME or a task .toml")
-    p.add_argument("--data", required=True, metavar="DIR", help="directory of the task's files")
+    p.add_argument(
+        "--task",
+        required=True,
+        action="append",
+        metavar="TASK",
+        help="glue/NAME, conll2003, squad, squad2 or a task .toml; several: MT-DNN",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        action="append",
+        metavar="DIR",
+        help="directory of the task's files (one per --task, in the same order)",
+    )
     p.add_argument("--output", required=True, metavar="DIR", help="fine-tuned model to write")
     p.add_argument("--step", type=int, help="checkpoint of --run (default: the newest)")
     d = FinetuneSettings()
@@ -39,7 +59,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=d.epochs, help="passes over train")
     p.add_argument("--warmup", type=float, default=d.warmup, help="share of steps warming up")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="AdamW decay")
-    p.add_argument("--max-seq-len", type=int, default=d.max_seq_len, help="tokens per example")
+    p.add_argument(
+        "--max-seq-len",
+        type=int,
+        default=d.max_seq_len,
+        help="tokens per example (per window for question answering; BERT used 384 there)",
+    )
     p.add_argument("--seed", type=int, default=d.seed, help="head init, order and dropout")
     p.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:N")
     p.add_argument(
@@ -52,6 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--random-init",
         action="store_true",
         help="only the architecture and tokenizer of --run, weights from --seed: the baseline",
+    )
+    p.add_argument(
+        "--then-finetune",
+        action="store_true",
+        help="several tasks: fine-tune each task's model on its task alone afterwards (MT-DNN)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output")
 
@@ -67,11 +97,36 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         seed=args.seed,
         device=args.device,
     )
-    spec = load_task(args.task)
+    specs = [load_task(t) for t in args.task]
+    if len(specs) > 1:
+        if args.sweep:
+            raise UsageError("--sweep takes one --task; MT-DNN trains several with one setting")
+        summary = run_multitask(
+            Path(args.run),
+            specs,
+            [Path(d) for d in args.data],
+            Path(args.output),
+            settings,
+            step=args.step,
+            overwrite=args.overwrite,
+            progress=progress_wanted(args),
+            then_finetune=args.then_finetune,
+            random_init=args.random_init,
+        )
+        final = summary.get("finetuned_dev") or summary["dev"]
+        for name, scores in final.items():
+            shown = {k: round(v, 2) for k, v in (scores or {}).items()}
+            print(f"{name}: dev {json.dumps(shown)}")
+        print(f"multi-task model of {len(specs)} tasks -> {args.output}/<task>/")
+        return 0
+    if args.then_finetune:
+        raise UsageError("--then-finetune follows multi-task training: give several --task")
+    if len(args.data) != 1:
+        raise UsageError(f"one --task but {len(args.data)} --data")
     info = run_finetune(
         Path(args.run),
-        spec,
-        Path(args.data),
+        specs[0],
+        Path(args.data[0]),
         Path(args.output),
         settings,
         step=args.step,

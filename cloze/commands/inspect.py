@@ -102,6 +102,12 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         summary = docs_summary(path)
     elif kind == "tokenizer":
         summary = tokenizer_summary(path)
+    elif kind in ("finetuned", "multitask"):
+        if args.html:
+            raise UsageError("--html draws shard sets, document stores, tokenizers and runs")
+        from clozeworks.trainer.finetune.store import finetuned_summary, multitask_summary
+
+        summary = (finetuned_summary if kind == "finetuned" else multitask_summary)(path)
     else:
         summary = run_summary(path)
     summary["warnings"] = [*summary.get("warnings", []), *unfinished_runs(path)]

@@ -38,6 +38,10 @@ def detect_kind(path: Path) -> str:
     if not path.exists():
         raise BadInputError(f"{path}: no such file or directory")
     if path.is_dir():
+        if (path / "finetune.json").is_file():
+            return "finetuned"
+        if (path / "multitask.json").is_file():
+            return "multitask"
         if (path / MANIFEST_FILE).is_file() or list(path.glob("shard-*.tar")):
             return "shards"
         if (path / STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
@@ -54,7 +58,10 @@ def detect_kind(path: Path) -> str:
             f"{path}: holds only {staging[0].name}, a run that did not finish (killed, failed "
             "or still running); run the stage again"
         )
-    raise BadInputError(f"{path}: not a document store, tokenizer, shard directory or training run")
+    raise BadInputError(
+        f"{path}: not a document store, tokenizer, shard directory, training run or "
+        "fine-tuned model"
+    )
 
 
 def unfinished_runs(path: Path) -> list[str]:

@@ -15,7 +15,14 @@ def render(summary: dict[str, Any]) -> str:
     """Human-readable lines for a summary of any kind."""
     kind = summary["kind"]
     lines = [f"{kind}: {summary['path']}"]
-    lines += {"shards": _shards, "docs": _docs, "tokenizer": _tokenizer, "run": _run}[kind](summary)
+    lines += {
+        "shards": _shards,
+        "docs": _docs,
+        "tokenizer": _tokenizer,
+        "run": _run,
+        "finetuned": _finetuned,
+        "multitask": _multitask,
+    }[kind](summary)
     for problem in summary.get("problems", []):
         where = problem.get("shard") or problem.get("file") or "?"
         lines.append(f"  BAD {where}: {problem['problem']}")
@@ -238,4 +245,53 @@ def _run(s: dict[str, Any]) -> list[str]:
         f"  checkpoints: {', '.join(s['checkpoints']) or 'none'}"
         + (f" (last {_size(last['bytes'])})" if last else "")
     )
+    return lines
+
+
+def _scores(scores: dict[str, Any] | None) -> str:
+    if not scores:
+        return "-"
+    return ", ".join(
+        f"{k} {v:.2f}" for k, v in scores.items() if isinstance(v, float) and k != "seconds"
+    )
+
+
+def _finetuned(s: dict[str, Any]) -> list[str]:
+    task, model, settings = s["task"], s["model"], s.get("settings") or {}
+    start = "random weights" if s.get("random_init") else f"from {s['source']}"
+    lines = [
+        f"  task {task['name']} ({task['shape']}), {model['family']} "
+        f"L{model['num_layers']}/H{model['hidden_size']}, {start}",
+        f"  lr {settings.get('learning_rate')}, batch {settings.get('batch_size')}, "
+        f"{settings.get('epochs')} epochs, max length {settings.get('max_seq_len')}",
+    ]
+    if s.get("multitask"):
+        lines.append(f"  multi-task with {', '.join(s['multitask'])}")
+    examples, skipped = s.get("examples") or {}, s.get("skipped") or {}
+    if examples:
+        lines.append(
+            f"  examples: train {_n(examples.get('train'))} (skipped {_n(skipped.get('train'))}), "
+            f"dev {_n(examples.get('dev'))}"
+        )
+    for epoch in s.get("epochs", []):
+        loss = epoch.get("train_loss")
+        shown = f"{loss:.4f}" if isinstance(loss, float) else "-"
+        lines.append(
+            f"  epoch {epoch['epoch']}: train loss {shown}, dev {_scores(epoch.get('dev'))}"
+        )
+    for trial in s.get("sweep") or []:
+        lines.append(f"  sweep lr {trial['learning_rate']:g}: dev {_scores(trial['dev'])}")
+    for split, scores in sorted((s.get("eval") or {}).items()):
+        lines.append(f"  eval {split}: {_scores(scores)}")
+    return lines
+
+
+def _multitask(s: dict[str, Any]) -> list[str]:
+    lines = [f"  tasks {', '.join(s['tasks'])}, from {s['source']}"]
+    batches = s.get("batches_per_epoch", {})
+    for task in s["tasks"]:
+        line = f"  {task}: {batches.get(task)} batches/epoch, dev {_scores(s['dev'].get(task))}"
+        if s.get("finetuned_dev"):
+            line += f"; after fine-tuning alone {_scores(s['finetuned_dev'].get(task))}"
+        lines.append(line)
     return lines

@@ -1,4 +1,5 @@
-"""A fine-tuned SequenceModel as transformers' `...ForSequenceClassification` of its family.
+"""A fine-tuned model as transformers' `...ForSequenceClassification` or
+`...ForTokenClassification` of its family.
 
 The encoder's tensors are the ones `cloze export` writes (trainer/export.py), under the
 family's root (`bert.`, `roberta.`, ...); the head's go where transformers keeps its
@@ -22,7 +23,7 @@ from clozeworks.trainer.export import (
     _readable_by_all,
     hf_weights,
 )
-from clozeworks.trainer.finetune.model import SequenceModel
+from clozeworks.trainer.finetune.model import QAModel, SequenceModel, TaskModel, TokenModel
 from clozeworks.trainer.models import build_model
 
 
@@ -33,10 +34,11 @@ def _layout(config: TrainConfig) -> str:
     return "roberta_prelayernorm" if m.pre_ln else m.family
 
 
-def sequence_to_transformers(
-    model: SequenceModel, config: TrainConfig, labels: tuple[str, ...]
+def to_transformers_task(
+    model: TaskModel, config: TrainConfig, spec_labels: tuple[str, ...]
 ) -> Any:
-    """A transformers model with `model`'s weights; `labels` empty means regression."""
+    """A transformers model with `model`'s weights: `...ForSequenceClassification` (empty
+    `spec_labels`: regression) or, for a TokenModel, `...ForTokenClassification`."""
     try:
         import transformers as tf
     except ImportError:
@@ -54,40 +56,57 @@ def sequence_to_transformers(
         for k, v in encoder_tensors.items()
         if k.startswith(f"{root}.") and not k.startswith(f"{root}.pooler")
     }
-    head = model.head
-    if layout in ("bert", "albert"):
-        pooler = "bert.pooler.dense" if layout == "bert" else "albert.pooler"
-        weights.update(_linear(pooler, head.dense))
-        weights.update(_linear("classifier", head.out))
+    labels = spec_labels
+    problem: dict[str, Any] = {}
+    if isinstance(model, TokenModel):
+        weights.update(_linear("classifier", model.classifier))
+        kind = "TokenClassification"
+    elif isinstance(model, QAModel):
+        weights.update(_linear("qa_outputs", model.qa_outputs))
+        kind, labels = "QuestionAnswering", ("start", "end")
     else:
-        weights.update(_linear("classifier.dense", head.dense))
-        weights.update(_linear("classifier.out_proj", head.out))
-    outputs = head.out.out_features
+        head = model.head
+        if layout in ("bert", "albert"):
+            pooler = "bert.pooler.dense" if layout == "bert" else "albert.pooler"
+            weights.update(_linear(pooler, head.dense))
+            weights.update(_linear("classifier", head.out))
+        else:
+            weights.update(_linear("classifier.dense", head.dense))
+            weights.update(_linear("classifier.out_proj", head.out))
+        kind = "SequenceClassification"
+        regression = not labels
+        labels = labels or ("score",)
+        problem = {"problem_type": "regression" if regression else "single_label_classification"}
     task = dict(
-        num_labels=outputs,
-        problem_type="regression" if not labels else "single_label_classification",
-        id2label={i: name for i, name in enumerate(labels)} if labels else {0: "score"},
-        label2id={name: i for i, name in enumerate(labels)} if labels else {"score": 0},
+        num_labels=model.outputs,
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+        **problem,
     )
     if layout == "bert":
-        hf_config = tf.BertConfig(**_common(m, **task))
-        cls = tf.BertForSequenceClassification
+        hf_config, name = tf.BertConfig(**_common(m, **task)), "Bert"
     elif layout in ("roberta", "roberta_prelayernorm"):
         kw = _common(m, max_position_embeddings=m.max_position + m.pad_token_id + 1, **task)
         if layout == "roberta":
-            hf_config, cls = tf.RobertaConfig(**kw), tf.RobertaForSequenceClassification
+            hf_config, name = tf.RobertaConfig(**kw), "Roberta"
         else:
-            hf_config = tf.RobertaPreLayerNormConfig(**kw)
-            cls = tf.RobertaPreLayerNormForSequenceClassification
+            hf_config, name = tf.RobertaPreLayerNormConfig(**kw), "RobertaPreLayerNorm"
     elif layout == "albert":
         groups = len(_albert_groups(pretraining, m))
         kw = _common(m, embedding_size=m.embedding_width, num_hidden_groups=groups, **task)
         hf_config = tf.AlbertConfig(inner_group_num=1, classifier_dropout_prob=m.dropout, **kw)
-        cls = tf.AlbertForSequenceClassification
+        name = "Albert"
     else:
         hf_config = tf.ElectraConfig(**_common(m, embedding_size=m.embedding_width, **task))
-        cls = tf.ElectraForSequenceClassification
-    return _load(cls, hf_config, weights)
+        name = "Electra"
+    return _load(getattr(tf, f"{name}For{kind}"), hf_config, weights)
+
+
+def sequence_to_transformers(
+    model: SequenceModel, config: TrainConfig, labels: tuple[str, ...]
+) -> Any:
+    """`...ForSequenceClassification` with `model`'s weights; empty `labels`: regression."""
+    return to_transformers_task(model, config, labels)
 
 
 def export_finetuned(directory: Path, output: Path) -> Path:
@@ -96,7 +115,7 @@ def export_finetuned(directory: Path, output: Path) -> Path:
     from clozeworks.trainer.finetune.store import load
 
     tuned = load(directory)
-    hf = sequence_to_transformers(tuned.model, tuned.config, tuned.spec.labels)
+    hf = to_transformers_task(tuned.model, tuned.config, tuned.spec.labels)
     tmp = output.with_name(f".{output.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     hf.save_pretrained(tmp)

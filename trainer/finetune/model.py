@@ -122,6 +122,10 @@ class SequenceModel(nn.Module):
         self.head = SequenceHead(config, outputs)
         self.head.apply(partial(init_weights, std=config.initializer_range))
 
+    @property
+    def outputs(self) -> int:
+        return self.head.out.out_features
+
     @classmethod
     def from_backbone(cls, backbone: Backbone, outputs: int) -> SequenceModel:
         model = cls(backbone.config.model, backbone.encoder, outputs)
@@ -140,8 +144,83 @@ class SequenceModel(nn.Module):
         return self.head(h)  # [B, C]
 
 
-def task_loss(logits: torch.Tensor, labels: torch.Tensor, regression: bool) -> torch.Tensor:
-    """Cross-entropy, or mean squared error for one output (transformers' choice)."""
-    if regression:
+class TokenModel(nn.Module):
+    """Encoder + dropout + a linear layer on every token: [B, L] ids -> [B, L, C] logits, as
+    transformers' `...ForTokenClassification` of every family."""
+
+    def __init__(self, config: ModelConfig, encoder: Encoder, outputs: int) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.hidden_size, outputs)
+        self.classifier.apply(partial(init_weights, std=config.initializer_range))
+
+    @classmethod
+    def from_backbone(cls, backbone: Backbone, outputs: int) -> TokenModel:
+        return cls(backbone.config.model, backbone.encoder, outputs)
+
+    @property
+    def outputs(self) -> int:
+        return self.classifier.out_features
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # [B, L, H]
+        return self.classifier(self.dropout(h))  # [B, L, C]
+
+
+class QAModel(nn.Module):
+    """Encoder + a linear layer to (start, end) logits on every token: [B, L] -> [B, L, 2],
+    as transformers' `...ForQuestionAnswering` of every family."""
+
+    def __init__(self, config: ModelConfig, encoder: Encoder, outputs: int = 2) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.qa_outputs.apply(partial(init_weights, std=config.initializer_range))
+
+    @classmethod
+    def from_backbone(cls, backbone: Backbone, outputs: int = 2) -> QAModel:
+        return cls(backbone.config.model, backbone.encoder)
+
+    @property
+    def outputs(self) -> int:
+        return 2
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        h = self.encoder(input_ids, attention_mask, token_type_ids)  # [B, L, H]
+        return self.qa_outputs(h)  # [B, L, 2]
+
+
+TaskModel = SequenceModel | TokenModel | QAModel
+MODELS: dict[str, Any] = {"tokens": TokenModel, "qa": QAModel}
+
+
+def task_model(shape: str, backbone: Backbone, outputs: int) -> TaskModel:
+    model: TaskModel = MODELS.get(shape, SequenceModel).from_backbone(backbone, outputs)
+    return model
+
+
+def task_loss(logits: torch.Tensor, labels: torch.Tensor, shape: str) -> torch.Tensor:
+    """Cross-entropy (over the labelled pieces for a token task), or mean squared error for
+    regression (transformers' choices)."""
+    if shape == "regression":
         return F.mse_loss(logits.squeeze(-1).float(), labels.float())
+    if shape == "tokens":
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+    if shape == "qa":  # BERT: the mean of the start and end cross-entropies
+        start = F.cross_entropy(logits[..., 0].float(), labels[:, 0].long())
+        end = F.cross_entropy(logits[..., 1].float(), labels[:, 1].long())
+        return (start + end) / 2
     return F.cross_entropy(logits.float(), labels.long())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -10,15 +13,19 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.finetune.model import SequenceModel, load_backbone, randomized
+from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
+from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
 from clozeworks.trainer.finetune.readers import read_examples
 from clozeworks.trainer.finetune.store import is_finetuned, load, record_eval, save
 from clozeworks.trainer.finetune.tasks import TaskSpec
+from clozeworks.trainer.finetune.tokens import encode_sentences, read_sentences
 from clozeworks.trainer.finetune.train import (
     Encoded,
     FinetuneSettings,
+    TaskRun,
     encode,
     finetune,
+    finetune_tasks,
     pick_device,
     predict,
     score,
@@ -44,6 +51,14 @@ def _pad_id(tokenizer: Tokenizer, fallback: int) -> int:
 def _encode_split(
     spec: TaskSpec, data: Path, split: str, tokenizer: Tokenizer, max_len: int
 ) -> tuple[Encoded, int]:
+    if spec.shape == "tokens":
+        sentences = read_sentences(spec, data, split)
+        return encode_sentences(tokenizer, sentences.items, max_len), sentences.skipped
+    if spec.shape == "qa":
+        questions = read_questions(spec, data, split)
+        encoded = encode_questions(tokenizer, questions.items, max_len)
+        # Training leaves out answers not found where answer_start points (BERT's code too).
+        return (trainable(encoded) if split == "train" else encoded), questions.unfound
     examples = read_examples(spec, data, split)
     return encode(tokenizer, examples.items, max_len), examples.skipped
 
@@ -95,14 +110,14 @@ def run_finetune(
     if "dev" in spec.files:
         dev, skipped_dev = _encode_split(spec, data, "dev", tokenizer, settings.max_seq_len)
     trials = [replace(settings, learning_rate=lr) for lr in sweep] or [settings]
-    best: tuple[float, SequenceModel, FinetuneSettings, Any] | None = None
+    best: tuple[float, TaskModel, FinetuneSettings, Any] | None = None
     tried = []
     for trial in trials:
         if best is not None:  # every trial starts from the same weights
             backbone = load_backbone(source, step)
             if random_init:
                 backbone = randomized(backbone, settings.seed)
-        model = SequenceModel.from_backbone(backbone, spec.num_outputs)
+        model = task_model(spec.shape, backbone, spec.num_outputs)
         history = finetune(model, spec, train, dev, trial, pad_id, progress)
         final = history.epochs[-1].get("dev") or {}
         tried.append({"learning_rate": trial.learning_rate, "dev": final})
@@ -154,11 +169,96 @@ def run_evaluate(
     encoded, skipped = _encode_split(task, data, split, tokenizer, max_len)
     model = tuned.model.to(pick_device(device))
     start = time.perf_counter()
-    logits = predict(
-        model, encoded, batch_size, _pad_id(tokenizer, tuned.config.model.pad_token_id)
-    )
+    pad_id = _pad_id(tokenizer, tuned.config.model.pad_token_id)
+    outputs = predict(model, encoded, batch_size, pad_id)
     seconds = time.perf_counter() - start
-    scores: dict[str, Any] = score(task, logits, encoded.labels)
+    scores: dict[str, Any] = score(task, outputs, encoded)
     scores.update(examples=len(encoded.ids), skipped=skipped, seconds=round(seconds, 3))
     record_eval(model_dir, split, scores)
     return scores
+
+
+MULTITASK_FILE = "multitask.json"
+
+
+def task_dir_name(spec: TaskSpec) -> str:
+    """A task's directory under a multi-task output: its name, `/` as `-` (glue-mrpc)."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in spec.name)
+
+
+def run_multitask(
+    source: Path,
+    specs: list[TaskSpec],
+    data: list[Path],
+    output: Path,
+    settings: FinetuneSettings,
+    step: int | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+    then_finetune: bool = False,
+    random_init: bool = False,
+) -> dict[str, Any]:
+    """MT-DNN: one encoder shared by a head per task, trained on batches of all the tasks
+    sampled in proportion to their sizes; with `then_finetune`, each task's model is then
+    fine-tuned on its task alone (MT-DNN's second stage). Writes OUTPUT/<task>/ (a
+    fine-tuned model directory each) and OUTPUT/multitask.json; returns the latter."""
+    if len(specs) != len(data):
+        raise UsageError(f"{len(specs)} --task but {len(data)} --data: give one --data per task")
+    names = [task_dir_name(s) for s in specs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"a task is given twice: {', '.join(s.name for s in specs)}")
+    if output.exists() and any(output.iterdir()) and not overwrite:
+        raise UsageError(f"{output}: exists and is not empty; pass --overwrite to replace it")
+    backbone = load_backbone(source, step)
+    if random_init:
+        backbone = randomized(backbone, settings.seed)
+    m = backbone.config.model
+    tokenizer = _tokenizer(backbone.tokenizer)
+    pad_id = _pad_id(tokenizer, m.pad_token_id)
+    runs = []
+    for spec, directory in zip(specs, data, strict=True):
+        train, _ = _encode_split(spec, directory, "train", tokenizer, settings.max_seq_len)
+        dev = None
+        if "dev" in spec.files:
+            dev, _ = _encode_split(spec, directory, "dev", tokenizer, settings.max_seq_len)
+        # Every head sits on the same encoder object: its gradients add up over tasks.
+        runs.append(TaskRun(spec, task_model(spec.shape, backbone, spec.num_outputs), train, dev))
+    history = finetune_tasks(runs, settings, pad_id, progress)
+    summary: dict[str, Any] = {
+        "source": str(source),
+        "tasks": [s.name for s in specs],
+        "settings": settings.to_json(),
+        "batches_per_epoch": {
+            r.spec.name: -(-len(r.train.ids) // settings.batch_size) for r in runs
+        },
+        "multitask_epochs": history.epochs,
+        "multitask_seconds": round(history.seconds, 3),
+    }
+    final = history.epochs[-1].get("dev_by_task", {}) if history.epochs else {}
+    summary["dev"] = {name: final.get(name) for name in summary["tasks"]}
+    if then_finetune:
+        summary["finetuned_dev"] = {}
+    tuned_models = []
+    for run in runs:
+        model = copy.deepcopy(run.model).cpu()
+        info: dict[str, Any] = {"source": str(source), "multitask": summary["tasks"]}
+        dev_scores = final.get(run.spec.name)
+        if then_finetune:
+            single = finetune(model, run.spec, run.train, run.dev, settings, pad_id, progress)
+            info["epochs"] = single.epochs
+            dev_scores = single.epochs[-1].get("dev") if single.epochs else None
+            summary["finetuned_dev"][run.spec.name] = dev_scores
+        info.update(settings=settings.to_json(), dev=dev_scores, random_init=random_init)
+        tuned_models.append((run, model.cpu(), info))
+    tmp = output.with_name(f".{output.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for (run, model, info), name in zip(tuned_models, names, strict=True):
+        save(tmp / name, model, backbone.config, run.spec, backbone.tokenizer, info)
+        if info["dev"] is not None:
+            record_eval(tmp / name, "dev", dict(info["dev"]))
+    (tmp / MULTITASK_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if output.exists():
+        shutil.rmtree(output)
+    tmp.replace(output)
+    return summary

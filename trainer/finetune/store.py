@@ -20,7 +20,7 @@ from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.finetune.model import SequenceModel
+from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
 from clozeworks.trainer.finetune.tasks import TaskSpec
 from clozeworks.trainer.models.bert import build_encoder
 
@@ -32,7 +32,7 @@ VERSION = 1
 
 @dataclass
 class Finetuned:
-    model: SequenceModel
+    model: TaskModel
     config: TrainConfig
     spec: TaskSpec
     tokenizer: Path
@@ -45,7 +45,7 @@ def is_finetuned(path: Path) -> bool:
 
 def save(
     output: Path,
-    model: SequenceModel,
+    model: TaskModel,
     config: TrainConfig,
     spec: TaskSpec,
     tokenizer: Path,
@@ -97,7 +97,7 @@ def load(path: Path) -> Finetuned:
     }
     m = config.model
     encoder = builders.get(m.family, build_encoder)(m)
-    model = SequenceModel(m, encoder, spec.num_outputs)
+    model: TaskModel = MODELS.get(spec.shape, SequenceModel)(m, encoder, spec.num_outputs)
     tensors = load_file(str(path / WEIGHTS_FILE))
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if missing or unexpected:
@@ -122,3 +122,41 @@ def record_eval(path: Path, split: str, scores: dict[str, Any]) -> Path:
     tmp.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
     tmp.replace(target)
     return target
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BadInputError(f"{path}: not readable JSON ({err})") from None
+
+
+def finetuned_summary(path: Path) -> dict[str, Any]:
+    """`cloze inspect` of a fine-tuned model directory: task, settings, per-epoch losses and
+    dev scores, and every split scored so far (eval.json)."""
+    raw = _json_file(path / FINETUNE_FILE)
+    task = raw.get("task", {})
+    model = raw.get("train_config", {}).get("model", {})
+    evals = _json_file(path / EVAL_FILE) if (path / EVAL_FILE).is_file() else {}
+    return {
+        "kind": "finetuned",
+        "path": str(path),
+        "task": {k: task.get(k) for k in ("name", "shape", "labels", "metrics")},
+        "model": {k: model.get(k) for k in ("family", "num_layers", "hidden_size", "vocab_size")},
+        "source": raw.get("source"),
+        "random_init": raw.get("random_init", False),
+        "multitask": raw.get("multitask"),
+        "settings": raw.get("settings"),
+        "examples": raw.get("examples"),
+        "skipped": raw.get("skipped"),
+        "truncated": raw.get("truncated"),
+        "epochs": raw.get("epochs", []),
+        "sweep": raw.get("sweep"),
+        "train_examples_per_second": raw.get("train_examples_per_second"),
+        "eval": evals,
+    }
+
+
+def multitask_summary(path: Path) -> dict[str, Any]:
+    raw = _json_file(path / "multitask.json")
+    return {"kind": "multitask", "path": str(path), **raw}

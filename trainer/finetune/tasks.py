@@ -5,8 +5,8 @@ download script writes them, each task's columns, label set and metrics as the G
 and transformers' `glue.py` processors define them) or read from a TOML file:
 
     name = "reviews"
-    shape = "single"            # single | pair | regression (of one text, or of a pair)
-    format = "jsonl"            # jsonl | csv | tsv
+    shape = "single"            # single | pair | regression (of one text, or of a pair) | tokens
+    format = "jsonl"            # jsonl | csv | tsv | conll (tokens: a word per line, columns)
     text_a = "review"           # a column name (or a 0-based index for files without header)
     label = "stars"
     labels = ["1", "2", "3", "4", "5"]
@@ -25,9 +25,18 @@ from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 
-SHAPES = ("single", "pair", "regression")
-FORMATS = ("tsv", "csv", "jsonl")
-METRICS = ("accuracy", "f1", "f1_macro", "matthews", "pearson", "spearman")
+SHAPES = ("single", "pair", "regression", "tokens", "qa")
+FORMATS = ("tsv", "csv", "jsonl", "conll", "squad")
+METRICS = (
+    "accuracy",
+    "f1",
+    "f1_macro",
+    "matthews",
+    "pearson",
+    "spearman",
+    "entity_f1",
+    "exact_match",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ class TaskSpec:
     # "raise": a malformed row is an error naming file and line; "skip": counted and skipped
     # (GLUE's QQP train file has rows with missing columns, which transformers skips too).
     bad_rows: str = "raise"
+    # Question answering: SQuAD v2.0's questions may have no answer in their context.
+    unanswerable: bool = False
 
     def __post_init__(self) -> None:
         where = f"task {self.name!r}"
@@ -58,14 +69,24 @@ class TaskSpec:
             raise UsageError(f"{where}: a pair task needs text_b")
         if self.shape == "single" and self.text_b is not None:
             raise UsageError(f"{where}: a single-sentence task has no text_b")
-        if self.shape == "regression":
+        if (self.shape == "qa") != (self.format == "squad"):
+            raise UsageError(f"{where}: question answering, and only it, reads SQuAD JSON")
+        if self.shape in ("regression", "qa"):
             if self.labels:
-                raise UsageError(f"{where}: a regression task has no label set")
+                raise UsageError(f"{where}: a {self.shape} task has no label set")
         elif len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
             raise UsageError(f"{where}: labels must list at least two distinct classes")
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown or not self.metrics:
             raise UsageError(f"{where}: metrics must be some of {', '.join(METRICS)}")
+        if (self.shape == "tokens") != (self.format == "conll"):
+            raise UsageError(f"{where}: token tasks, and only they, read conll column files")
+        if self.shape == "tokens" and not all(
+            isinstance(c, int) for c in (self.text_a, self.label)
+        ):
+            raise UsageError(f"{where}: conll columns are 0-based indices (-1: the last)")
+        if ("entity_f1" in self.metrics) != (self.shape == "tokens"):
+            raise UsageError(f"{where}: entity_f1 is the metric of token tasks")
         if self.bad_rows not in ("raise", "skip"):
             raise UsageError(f"{where}: bad_rows must be 'raise' or 'skip'")
         if self.format == "jsonl" and any(
@@ -78,6 +99,8 @@ class TaskSpec:
 
     @property
     def num_outputs(self) -> int:
+        if self.shape == "qa":
+            return 2  # start and end of the answer
         return 1 if self.shape == "regression" else len(self.labels)
 
     @property
@@ -173,6 +196,41 @@ BUILTIN: dict[str, TaskSpec] = {
         _glue("qnli", "pair", "question", "sentence", "label", _ENTAIL, ("accuracy",)),
         _glue("rte", "pair", "sentence1", "sentence2", "label", _ENTAIL, ("accuracy",)),
         _glue("wnli", "pair", "sentence1", "sentence2", "label", ("0", "1"), ("accuracy",)),
+        # CoNLL-2003's files: word, POS, chunk, NER tag per line (IOB1), blank lines between
+        # sentences, -DOCSTART- lines between documents.
+        TaskSpec(
+            "conll2003",
+            "tokens",
+            "conll",
+            0,
+            -1,
+            labels=tuple(
+                ["O"] + [f"{p}-{t}" for t in ("PER", "ORG", "LOC", "MISC") for p in ("B", "I")]
+            ),
+            metrics=("entity_f1",),
+            files={"train": "train.txt", "dev": "valid.txt", "test": "test.txt"},
+            header=False,
+        ),
+        # SQuAD's JSON as released; F1 first, as BERT reports and picks by it.
+        TaskSpec(
+            "squad",
+            "qa",
+            "squad",
+            "question",
+            "answers",
+            metrics=("f1", "exact_match"),
+            files={"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
+        ),
+        TaskSpec(
+            "squad2",
+            "qa",
+            "squad",
+            "question",
+            "answers",
+            metrics=("f1", "exact_match"),
+            files={"train": "train-v2.0.json", "dev": "dev-v2.0.json"},
+            unanswerable=True,
+        ),
     )
 }
 

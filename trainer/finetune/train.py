@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import torch
 from tokenizers import Tokenizer
+from torch import nn
 from tqdm import tqdm
 
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.finetune import metrics
-from clozeworks.trainer.finetune.model import SequenceModel, task_loss
+from clozeworks.trainer.finetune.model import TaskModel, task_loss
 from clozeworks.trainer.finetune.readers import Example
 from clozeworks.trainer.finetune.tasks import TaskSpec
 from clozeworks.trainer.models.bert import decay_groups
@@ -59,8 +60,13 @@ class Encoded:
 
     ids: list[list[int]]
     types: list[list[int]]
-    labels: np.ndarray  # float64 [N]
+    labels: np.ndarray  # float64 [N]: the class or score (token tasks: unused zeros)
     truncated: int = 0
+    # Token tasks: each piece's class, -100 where nothing is predicted (special tokens and
+    # every piece of a word but its first); and each word's first piece (-1: cut off).
+    piece_labels: list[list[int]] | None = None
+    first_pieces: list[list[int]] | None = None
+    word_labels: list[list[int]] | None = None
 
 
 def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> Encoded:
@@ -85,19 +91,29 @@ def batches(
 ) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]:
     """Padded to the longest row of each batch."""
     for start in range(0, len(order), size):
-        rows = order[start : start + size]
-        length = max(len(data.ids[i]) for i in rows)
-        ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-        types = torch.zeros((len(rows), length), dtype=torch.long)
-        mask = torch.zeros((len(rows), length), dtype=torch.long)
-        for r, i in enumerate(rows):
-            n = len(data.ids[i])
-            ids[r, :n] = torch.tensor(data.ids[i])
-            types[r, :n] = torch.tensor(data.types[i])
-            mask[r, :n] = 1
-        batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        yield make_batch(data, order[start : start + size], pad_id, device)
+
+
+def make_batch(
+    data: Encoded, rows: Sequence[int], pad_id: int, device: torch.device
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    length = max(len(data.ids[i]) for i in rows)
+    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
+    types = torch.zeros((len(rows), length), dtype=torch.long)
+    mask = torch.zeros((len(rows), length), dtype=torch.long)
+    for r, i in enumerate(rows):
+        n = len(data.ids[i])
+        ids[r, :n] = torch.tensor(data.ids[i])
+        types[r, :n] = torch.tensor(data.types[i])
+        mask[r, :n] = 1
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    if data.piece_labels is None:
         labels = torch.from_numpy(data.labels[list(rows)])
-        yield {k: v.to(device) for k, v in batch.items()}, labels.to(device)
+    else:
+        labels = torch.full((len(rows), length), -100, dtype=torch.long)
+        for r, i in enumerate(rows):
+            labels[r, : len(data.piece_labels[i])] = torch.tensor(data.piece_labels[i])
+    return {k: v.to(device) for k, v in batch.items()}, labels.to(device)
 
 
 def pick_device(name: str) -> torch.device:
@@ -106,31 +122,43 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _inputs(model: SequenceModel, batch: dict[str, torch.Tensor]) -> tuple[Any, ...]:
+def _inputs(model: TaskModel, batch: dict[str, torch.Tensor]) -> tuple[Any, ...]:
     types = batch["token_type_ids"] if model.config.type_vocab_size else None
     return batch["input_ids"], batch["attention_mask"], types
 
 
 @torch.no_grad()
-def predict(model: SequenceModel, data: Encoded, batch_size: int, pad_id: int) -> np.ndarray:
-    """Logits [N, C] in example order."""
+def predict(model: TaskModel, data: Encoded, batch_size: int, pad_id: int) -> list[np.ndarray]:
+    """Each example's logits, in example order: [C], or [pieces, C] for a token task."""
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     # Sorted by length so each batch pads little; put back in order afterwards.
     order = sorted(range(len(data.ids)), key=lambda i: len(data.ids[i]))
-    out = np.zeros((len(order), model.head.out.out_features), dtype=np.float32)
+    out: list[np.ndarray] = [np.zeros(0)] * len(order)
     position = 0
     for batch, _ in batches(data, batch_size, order, pad_id, device):
-        logits = model(*_inputs(model, batch)).float().cpu().numpy()
-        out[order[position : position + len(logits)]] = logits
+        logits = model(*_inputs(model, batch)).float().cpu().numpy()  # [B, C] or [B, L, C]
+        for r, row in enumerate(logits):
+            i = order[position + r]
+            out[i] = row[: len(data.ids[i])] if row.ndim == 2 else row
         position += len(logits)
     model.train(was_training)
     return out
 
 
-def score(spec: TaskSpec, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """The task's metrics (GLUE reports them in percent for classification, as here)."""
+def score(spec: TaskSpec, outputs: list[np.ndarray], data: Encoded) -> dict[str, float]:
+    """The task's metrics, in percent (as GLUE, SQuAD and conlleval report them)."""
+    if spec.shape == "tokens":
+        from clozeworks.trainer.finetune.tokens import token_scores
+
+        return token_scores(spec, outputs, data)
+    if spec.shape == "qa":
+        from clozeworks.trainer.finetune.qa import qa_scores
+
+        return qa_scores(spec, outputs, data)
+    logits = np.stack(outputs)  # [N, C]
+    labels = data.labels
     out: dict[str, float] = {}
     if spec.shape == "regression":
         predicted = logits[:, 0]
@@ -160,8 +188,18 @@ class History:
     seconds: float = 0.0
 
 
+@dataclass
+class TaskRun:
+    """One task of a (multi-task) fine-tuning: its model shares the encoder with the others."""
+
+    spec: TaskSpec
+    model: TaskModel
+    train: Encoded
+    dev: Encoded | None = None
+
+
 def finetune(
-    model: SequenceModel,
+    model: TaskModel,
     spec: TaskSpec,
     train: Encoded,
     dev: Encoded | None,
@@ -170,16 +208,33 @@ def finetune(
     progress: bool = False,
 ) -> History:
     """Trains `model` in place; returns the per-epoch losses and dev scores."""
+    history = finetune_tasks([TaskRun(spec, model, train, dev)], settings, pad_id, progress)
+    for record in history.epochs:  # one task: its scores without the task's name
+        record["train_loss"] = record.pop("train_loss_by_task")[spec.name]
+        if "dev_by_task" in record:
+            record["dev"] = record.pop("dev_by_task")[spec.name]
+    return history
+
+
+def finetune_tasks(
+    runs: Sequence[TaskRun], settings: FinetuneSettings, pad_id: int, progress: bool = False
+) -> History:
+    """Trains the tasks' models (one shared encoder, a head each) in place. Each epoch takes
+    every batch of every task once, in one shuffled order, so a task is sampled in
+    proportion to its size (MT-DNN, Liu et al. 2019, algorithm 1); with one task this is
+    plain fine-tuning."""
     import time
 
     device = pick_device(settings.device)
     torch.manual_seed(settings.seed)
-    model.to(device).train()
-    per_epoch = math.ceil(len(train.ids) / settings.batch_size)
+    # One module holding every task model: a shared encoder's parameters appear once.
+    models = nn.ModuleList([r.model for r in runs]).to(device).train()
+    rng = random.Random(settings.seed)
+    per_epoch = sum(math.ceil(len(r.train.ids) / settings.batch_size) for r in runs)
     total = per_epoch * settings.epochs
     warmup = int(total * settings.warmup)
     optimizer = torch.optim.AdamW(
-        decay_groups(model, settings.weight_decay),
+        decay_groups(models, settings.weight_decay),
         lr=settings.learning_rate,
         betas=(0.9, 0.999),
         eps=1e-6,
@@ -191,34 +246,51 @@ def finetune(
         return max(0.0, (total - step) / max(1, total - warmup))
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, linear)
-    regression = spec.shape == "regression"
-    rng = random.Random(settings.seed)
     history = History()
     start = time.perf_counter()
-    bar = tqdm(total=total, desc=f"finetune {spec.name}", unit="step", disable=not progress)
+    names = ", ".join(r.spec.name for r in runs)
+    bar = tqdm(total=total, desc=f"finetune {names}", unit="step", disable=not progress)
     for epoch in range(settings.epochs):
-        order = list(range(len(train.ids)))
-        rng.shuffle(order)
-        losses = []
-        for batch, labels in batches(train, settings.batch_size, order, pad_id, device):
-            loss = task_loss(model(*_inputs(model, batch)), labels, regression)
+        plan: list[tuple[int, list[int]]] = []
+        for t, run in enumerate(runs):
+            order = list(range(len(run.train.ids)))
+            rng.shuffle(order)
+            size = settings.batch_size
+            plan += [(t, order[i : i + size]) for i in range(0, len(order), size)]
+        if len(runs) > 1:
+            rng.shuffle(plan)
+        losses: list[list[float]] = [[] for _ in runs]
+        for t, rows in plan:
+            run = runs[t]
+            batch, labels = make_batch(run.train, rows, pad_id, device)
+            loss = task_loss(run.model(*_inputs(run.model, batch)), labels, run.spec.shape)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(models.parameters(), settings.max_grad_norm)
             optimizer.step()
             schedule.step()
-            losses.append(loss.item())
+            losses[t].append(loss.item())
             history.steps += 1
             bar.update()
-            bar.set_postfix(loss=f"{losses[-1]:.4f}")
-        history.train_examples += len(order)
-        record: dict[str, Any] = {"epoch": epoch + 1, "train_loss": float(np.mean(losses))}
-        if dev is not None:
-            record["dev"] = score(
-                spec, predict(model, dev, settings.eval_batch_size, pad_id), dev.labels
+            bar.set_postfix(loss=f"{losses[t][-1]:.4f}")
+        history.train_examples += sum(len(r.train.ids) for r in runs)
+        record: dict[str, Any] = {
+            "epoch": epoch + 1,
+            "train_loss_by_task": {
+                r.spec.name: float(np.mean(losses[t])) for t, r in enumerate(runs)
+            },
+        }
+        scored = {
+            r.spec.name: score(
+                r.spec, predict(r.model, r.dev, settings.eval_batch_size, pad_id), r.dev
             )
+            for r in runs
+            if r.dev is not None
+        }
+        if scored:
+            record["dev_by_task"] = scored
         history.epochs.append(record)
     bar.close()
     history.seconds = time.perf_counter() - start
-    model.eval()
+    models.eval()
     return history

@@ -1,12 +1,13 @@
-"""Fine-tuned sequence models load in transformers' ...ForSequenceClassification with no
-missing or unexpected weights and give our logits (within 1e-4)."""
+"""Fine-tuned models load in transformers' ...ForSequenceClassification and
+...ForTokenClassification with no missing or unexpected weights and give our logits
+(within 1e-4)."""
 
 import pytest
 import torch
 
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.finetune.export import sequence_to_transformers
-from clozeworks.trainer.finetune.model import Backbone, SequenceModel
+from clozeworks.trainer.finetune.export import sequence_to_transformers, to_transformers_task
+from clozeworks.trainer.finetune.model import Backbone, QAModel, SequenceModel, TokenModel
 from clozeworks.trainer.models import build_model
 from tests.trainer.test_export import TINY, inputs, jitter
 
@@ -41,3 +42,39 @@ def test_sequence_export_gives_our_logits(case, labels) -> None:
     assert hf.config.problem_type == ("single_label_classification" if labels else "regression")
     if labels:
         assert hf.config.id2label[1] == labels[1]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_token_export_gives_our_logits(case) -> None:
+    arch, objectives = CASES[case]
+    config = TrainConfig(model=ModelConfig(**TINY, **arch), objectives=objectives)
+    backbone = Backbone(config, build_model(config), tokenizer=None, source="test")
+    labels = ("O", "B-PER", "I-PER", "B-LOC", "I-LOC")
+    model = jitter(TokenModel.from_backbone(backbone, len(labels)))
+    hf = to_transformers_task(model, config, labels)
+    assert type(hf).__name__.endswith("ForTokenClassification")
+    batch = inputs(config.model.type_vocab_size > 0, pad_id=config.model.pad_token_id)
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        ours = model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        theirs = hf(**batch).logits
+    assert ours.shape == (3, 24, len(labels))
+    torch.testing.assert_close(theirs[real], ours[real], atol=1e-4, rtol=0)
+    assert hf.config.id2label[3] == "B-LOC"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_qa_export_gives_our_start_and_end_logits(case) -> None:
+    arch, objectives = CASES[case]
+    config = TrainConfig(model=ModelConfig(**TINY, **arch), objectives=objectives)
+    backbone = Backbone(config, build_model(config), tokenizer=None, source="test")
+    model = jitter(QAModel.from_backbone(backbone))
+    hf = to_transformers_task(model, config, ())
+    assert type(hf).__name__.endswith("ForQuestionAnswering")
+    batch = inputs(config.model.type_vocab_size > 0, pad_id=config.model.pad_token_id)
+    with torch.no_grad():
+        ours = model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        out = hf(**batch)
+    real = batch["attention_mask"].bool()  # padding's logits are nobody's answer
+    torch.testing.assert_close(out.start_logits[real], ours[..., 0][real], atol=1e-4, rtol=0)
+    torch.testing.assert_close(out.end_logits[real], ours[..., 1][real], atol=1e-4, rtol=0)

@@ -78,6 +78,10 @@ def test_finetune_learns_a_separable_task_and_evaluate_agrees(tiny_run, tmp_path
     printed = json.loads(capsys.readouterr().out)
     assert printed["accuracy"] == pytest.approx(info["dev"]["accuracy"])
     assert json.loads((out / "eval.json").read_text())["dev"]["examples"] == 60
+    assert main(["inspect", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert f"finetuned: {out}" in shown and "task glue/sst2 (single)" in shown
+    assert f"eval dev: accuracy {info['dev']['accuracy']:.2f}" in shown
     # The same run again with the same seed gives the same model (everything is seeded).
     again = tmp_path / "again"
     assert main(["finetune", *common, "--output", str(again), *flags]) == 0
@@ -150,3 +154,138 @@ def test_cli_sweep_flag_tries_berts_grid(tiny_run, tmp_path, capsys) -> None:
     )
     tried = json.loads((tmp_path / "o" / "finetune.json").read_text())["sweep"]
     assert [t["learning_rate"] for t in tried] == [5e-5, 4e-5, 3e-5, 2e-5]
+
+
+PEOPLE = ["peter", "maria", "john", "anna"]
+PLACES = ["paris", "london", "berlin", "tokyo"]
+FILLER = ["the", "value", "of", "list", "returns", "file", "and", "string"]
+
+
+def write_conll(directory, seed: int, sentences: int) -> None:
+    """IOB2 tags, entities of one word: what a tiny model learns in a few steps (the tags'
+    chunking is tested on its own in test_tokens.py)."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train.txt", sentences), ("valid.txt", sentences // 4)):
+        lines = ["-DOCSTART- -X- -X- O", ""]
+        for _ in range(n):
+            for _ in range(rng.randint(3, 8)):
+                kind = rng.random()
+                if kind < 0.2:
+                    lines.append(f"{rng.choice(PEOPLE)} NNP B-NP B-PER")
+                elif kind < 0.35:
+                    lines.append(f"{rng.choice(PLACES)} NNP B-NP B-LOC")
+                else:
+                    lines.append(f"{rng.choice(FILLER)} NN I-NP O")
+            lines.append("")
+        (directory / split).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_conll_finetune_finds_entities_and_exports_token_logits(tiny_run, tmp_path) -> None:
+    data, out = tmp_path / "conll", tmp_path / "ner"
+    write_conll(data, seed=0, sentences=200)
+    args = ["finetune", "--run", str(tiny_run), "--task", "conll2003", "--data", str(data)]
+    flags = ["--lr", "2e-3", "--epochs", "6", "--batch-size", "16", "--no-progress"]
+    assert main([*args, "--output", str(out), *flags]) == 0
+    info = json.loads((out / "finetune.json").read_text())
+    assert info["dev"]["entity_f1"] >= 80.0, info["epochs"]
+    assert main(["evaluate", "--model", str(out), "--data", str(data)]) == 0
+    assert json.loads((out / "eval.json").read_text())["dev"]["entity_f1"] == pytest.approx(
+        info["dev"]["entity_f1"]
+    )
+    assert main(["export", "--run", str(out), "--output", str(tmp_path / "hf")]) == 0
+    hf = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path / "hf").eval()
+    assert type(hf).__name__ == "BertForTokenClassification"
+    assert hf.config.id2label[1] == "B-PER"
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    batch = tok(
+        [["peter", "returns", "paris"], ["the", "list"]],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+    )
+    tuned = load(out)
+    with torch.no_grad():
+        ours = tuned.model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        theirs = hf(**batch).logits
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(theirs[real], ours[real], atol=1e-4, rtol=0)
+
+
+def write_squad(directory, seed: int, contexts: int) -> None:
+    """Each context names one person among filler words; the question asks who."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train-v1.1.json", contexts), ("dev-v1.1.json", contexts // 4)):
+        paragraphs = []
+        for i in range(n):
+            before = " ".join(rng.choice(FILLER) for _ in range(rng.randint(2, 12)))
+            after = " ".join(rng.choice(FILLER) for _ in range(rng.randint(2, 12)))
+            person = rng.choice(PEOPLE)
+            context = f"{before} {person} {after}."
+            qa = {
+                "id": f"{name}-{i}",
+                "question": "who is it?",
+                "answers": [{"text": person, "answer_start": len(before) + 1}],
+            }
+            paragraphs.append({"context": context, "qas": [qa]})
+        payload = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+        (directory / name).write_text(json.dumps(payload), encoding="utf-8")
+
+
+def test_squad_finetune_answers_and_exports_start_end_logits(tiny_run, tmp_path) -> None:
+    data, out = tmp_path / "squad", tmp_path / "qa"
+    write_squad(data, seed=0, contexts=240)
+    args = ["finetune", "--run", str(tiny_run), "--task", "squad", "--data", str(data)]
+    flags = ["--lr", "1e-3", "--epochs", "4", "--batch-size", "16", "--no-progress"]
+    assert main([*args, "--output", str(out), *flags]) == 0
+    info = json.loads((out / "finetune.json").read_text())
+    assert info["dev"]["exact_match"] >= 80.0 and info["dev"]["f1"] >= 80.0, info["epochs"]
+    assert main(["export", "--run", str(out), "--output", str(tmp_path / "hf")]) == 0
+    hf = transformers.AutoModelForQuestionAnswering.from_pretrained(tmp_path / "hf").eval()
+    assert type(hf).__name__ == "BertForQuestionAnswering"
+    tok = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    batch = tok(["who is it?"], ["the list of maria and file."], return_tensors="pt")
+    tuned = load(out)
+    with torch.no_grad():
+        ours = tuned.model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+        theirs = hf(**batch)
+    torch.testing.assert_close(theirs.start_logits, ours[..., 0], atol=1e-4, rtol=0)
+
+
+def test_multitask_shares_one_encoder_and_samples_tasks_by_size(tiny_run, tmp_path, capsys) -> None:
+    sst2, conll, out = tmp_path / "sst2", tmp_path / "conll", tmp_path / "mtdnn"
+    write_sst2(sst2, seed=0, rows=240)
+    write_conll(conll, seed=0, sentences=160)
+    args = ["finetune", "--run", str(tiny_run), "--output", str(out), "--no-progress"]
+    args += [
+        "--task",
+        "glue/sst2",
+        "--data",
+        str(sst2),
+        "--task",
+        "conll2003",
+        "--data",
+        str(conll),
+    ]
+    assert main([*args, "--lr", "2e-3", "--epochs", "6", "--batch-size", "16"]) == 0
+    summary = json.loads((out / "multitask.json").read_text())
+    assert summary["batches_per_epoch"] == {"glue/sst2": 15, "conll2003": 10}
+    assert summary["dev"]["glue/sst2"]["accuracy"] >= 90.0, summary["multitask_epochs"]
+    assert summary["dev"]["conll2003"]["entity_f1"] >= 80.0, summary["multitask_epochs"]
+    a, b = load(out / "glue-sst2"), load(out / "conll2003")
+    encoder_a, encoder_b = a.model.encoder.state_dict(), b.model.encoder.state_dict()
+    assert all(torch.equal(encoder_a[k], encoder_b[k]) for k in encoder_a)  # one encoder
+    assert main(["evaluate", "--model", str(out / "conll2003"), "--data", str(conll)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "multitask"
+    # MT-DNN's second stage: each task's model fine-tuned alone from the shared encoder.
+    again = tmp_path / "mtdnn-ft"
+    more = ["--epochs", "1", "--lr", "1e-3", "--batch-size", "16", "--then-finetune"]
+    assert main([*[a if a != str(out) else str(again) for a in args], *more]) == 0
+    summary = json.loads((again / "multitask.json").read_text())
+    assert set(summary["finetuned_dev"]) == {"glue/sst2", "conll2003"}
+    a, b = load(again / "glue-sst2"), load(again / "conll2003")
+    encoder_a, encoder_b = a.model.encoder.state_dict(), b.model.encoder.state_dict()
+    assert not all(torch.equal(encoder_a[k], encoder_b[k]) for k in encoder_a)
