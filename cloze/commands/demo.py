@@ -1,6 +1,8 @@
 """The whole chain on a corpus built from this Python's standard-library docstrings:
 clean -> exact dedup -> WordPiece vocabulary -> full-sentences shards (length 128) ->
-bert-tiny with dynamic MLM on the CPU -> inspect. Needs no network."""
+bert-tiny with dynamic MLM on the CPU -> inspect -> fine-tuning on a downstream task
+(which package a docstring documents: corpus/text/probe.py) from the pretrained weights
+and from random ones, to show what pretraining bought. Needs no network."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.inspect import render
 from clozeworks.corpus.inspect.shards import shard_summary
 from clozeworks.corpus.text.demo import write_demo_corpus
+from clozeworks.corpus.text.probe import write_package_task
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
 from clozeworks.trainer.config import override, preset
+from clozeworks.trainer.finetune.run import run_finetune
+from clozeworks.trainer.finetune.tasks import load_task
+from clozeworks.trainer.finetune.train import FinetuneSettings
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.runinfo import run_summary
 
@@ -24,9 +30,18 @@ BEAM = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", default="demo-out", metavar="DIR")
-    p.add_argument("--steps", type=int, default=300, help="training steps")
+    # 1,500 steps (14 passes over the corpus, MLM accuracy about 17%): at 300 the encoder
+    # helps the downstream task no more than random weights do (45.6% against 61.6% dev
+    # accuracy, mean of 3 seeds), at 750 some (68.0%), at 1,500 clearly (81.2%).
+    p.add_argument("--steps", type=int, default=1500, help="training steps")
     p.add_argument("--limit-docs", type=int, help="use only the first N docstrings")
     p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fine-tune on the downstream task, pretrained and from random weights",
+    )
     add_progress_flag(p, "progress bars")
 
 
@@ -77,6 +92,40 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     print(f"run        {run_dir}")
     print(
         f"MLM loss: first {summary.first_mlm_loss:.3f}, last {summary.last_mlm_loss:.3f} "
-        f"({summary.steps} steps); demo took {time.perf_counter() - started:.0f}s"
+        f"({summary.steps} steps)"
     )
+    if args.probe:
+        pretrained, random_init = probe(root, run_dir, progress_wanted(args))
+        print(
+            f"downstream ({PROBE}): dev accuracy {pretrained:.1f}% pretrained, "
+            f"{random_init:.1f}% from random weights"
+        )
+    print(f"demo took {time.perf_counter() - started:.0f}s")
     return 0
+
+
+PROBE = "which of 4 stdlib packages a docstring documents, 160 training examples"
+# A 2-layer model and 160 examples: a higher rate and more epochs than BERT's (2e-5, 3
+# epochs), the same for both starting points.
+PROBE_SETTINGS = FinetuneSettings(learning_rate=5e-4, batch_size=16, epochs=10)
+
+
+def probe(root: Path, run_dir: Path, progress: bool) -> tuple[float, float]:
+    """Dev accuracy on the probe task fine-tuned from `run_dir` and from random weights."""
+    data = root / "probe"
+    write_package_task(data)
+    spec = load_task(str(data / "task.toml"))
+    scores = []
+    for name, random_init in (("pretrained", False), ("random-init", True)):
+        info = run_finetune(
+            run_dir,
+            spec,
+            data,
+            root / "finetune" / name,
+            PROBE_SETTINGS,
+            overwrite=True,
+            progress=progress,
+            random_init=random_init,
+        )
+        scores.append(float(info["dev"]["accuracy"]))
+    return scores[0], scores[1]

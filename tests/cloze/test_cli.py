@@ -88,6 +88,7 @@ def test_demo_runs_the_whole_chain(tmp_path, capsys) -> None:
             "8",
             "--vocab-size",
             "1500",
+            "--no-probe",
             "--no-progress",
         ]
     )
@@ -109,7 +110,7 @@ def test_demo_output_does_not_depend_on_where_it_is_written(tmp_path, capsys) ->
     outs = [tmp_path / "a", tmp_path / "deeper" / "b"]
     for out in outs:
         args = ["demo", "--output", str(out), "--limit-docs", "300", "--steps", "2"]
-        assert main([*args, "--vocab-size", "1200", "--no-progress"]) == 0
+        assert main([*args, "--vocab-size", "1200", "--no-probe", "--no-progress"]) == 0
     capsys.readouterr()
     a, b = (json.loads((o / "shards" / "manifest.json").read_text()) for o in outs)
     assert a["tokenizer_sha256"] == b["tokenizer_sha256"]

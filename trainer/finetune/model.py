@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.models.bert import Encoder, init_weights
@@ -67,8 +67,13 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
 
     src = locate(path)
     if src.kind == "run":
-        run = src.path if src.weights != src.path else src.path.parent
-        config, model, raw = load_run(run, step if src.weights != src.path else None)
+        if src.weights == src.path:  # a step directory: that checkpoint of its run
+            if step is not None:
+                raise UsageError(f"{path} is one checkpoint already; --step applies to a run")
+            run, step = src.path.parent, int(src.path.name.removeprefix("step-"))
+        else:
+            run = src.path
+        config, model, raw = load_run(run, step)
         tokenizer = Path(raw.get("tokenizer", ""))
     else:
         arch, _ = model_config(path, ModelConfig())

@@ -9,6 +9,7 @@ import torch
 import transformers
 
 from clozeworks.cli import main
+from clozeworks.trainer.finetune.model import load_backbone
 from clozeworks.trainer.finetune.run import run_finetune
 from clozeworks.trainer.finetune.store import load
 from clozeworks.trainer.finetune.tasks import BUILTIN
@@ -289,3 +290,20 @@ def test_multitask_shares_one_encoder_and_samples_tasks_by_size(tiny_run, tmp_pa
     a, b = load(again / "glue-sst2"), load(again / "conll2003")
     encoder_a, encoder_b = a.model.encoder.state_dict(), b.model.encoder.state_dict()
     assert not all(torch.equal(encoder_a[k], encoder_b[k]) for k in encoder_a)
+
+
+def test_a_step_directory_fine_tunes_that_checkpoint(nsp_shards, tmp_path) -> None:
+    config = tmp_path / "small.toml"
+    config.write_text(
+        "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n",
+        encoding="utf-8",
+    )
+    run = tmp_path / "run"
+    args = ["train", "--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
+    args += ["--max-steps", "4", "--save-every", "2", "--batch-size", "4", "--warmup", "1"]
+    assert main([*args, "--keep", "2", "--no-progress"]) == 0
+    first = load_backbone(run / "step-0000002").encoder.state_dict()
+    same = load_backbone(run, step=2).encoder.state_dict()
+    last = load_backbone(run).encoder.state_dict()
+    assert all(torch.equal(first[k], same[k]) for k in first)
+    assert not all(torch.equal(first[k], last[k]) for k in first)
