@@ -307,3 +307,15 @@ def test_a_step_directory_fine_tunes_that_checkpoint(nsp_shards, tmp_path) -> No
     last = load_backbone(run).encoder.state_dict()
     assert all(torch.equal(first[k], same[k]) for k in first)
     assert not all(torch.equal(first[k], last[k]) for k in first)
+
+
+def test_finetune_starts_from_an_exported_transformers_directory(tiny_run, tmp_path) -> None:
+    hf_dir, data = tmp_path / "hf", tmp_path / "sst2"
+    assert main(["export", "--run", str(tiny_run), "--output", str(hf_dir)]) == 0
+    write_sst2(data, seed=5, rows=32)
+    from_run, from_hf = load_backbone(tiny_run), load_backbone(hf_dir)
+    a, b = from_run.encoder.state_dict(), from_hf.encoder.state_dict()
+    assert all(torch.allclose(a[k], b[k]) for k in a)  # the same encoder either way
+    args = ["finetune", "--run", str(hf_dir), "--task", "glue/sst2", "--data", str(data)]
+    assert main([*args, "--output", str(tmp_path / "o"), "--epochs", "1", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "o" / "finetune.json").read_text())["source"] == str(hf_dir)
