@@ -22,7 +22,7 @@ from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
 from clozeworks.trainer.finetune.tasks import TaskSpec
-from clozeworks.trainer.models.bert import build_encoder
+from clozeworks.trainer.models import build_encoder
 
 FINETUNE_FILE = "finetune.json"
 EVAL_FILE = "eval.json"
@@ -88,15 +88,8 @@ def load(path: Path) -> Finetuned:
         raise BadInputError(f"{meta}: version {raw.get('version')!r}, this reads {VERSION}")
     spec = TaskSpec.from_json(raw["task"], str(meta))
     config = TrainConfig.from_dict(raw["train_config"])
-    from clozeworks.trainer.models import albert, roberta
-
-    builders = {
-        "bert": build_encoder,
-        "roberta": roberta.build_encoder,
-        "albert": albert.build_encoder,
-    }
     m = config.model
-    encoder = builders.get(m.family, build_encoder)(m)
+    encoder = build_encoder(m)
     model: TaskModel = MODELS.get(spec.shape, SequenceModel)(m, encoder, spec.num_outputs)
     tensors = load_file(str(path / WEIGHTS_FILE))
     missing, unexpected = model.load_state_dict(tensors, strict=False)

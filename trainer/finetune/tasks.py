@@ -155,6 +155,7 @@ def _glue(
 
 
 _ENTAIL = ("entailment", "not_entailment")
+_NLI = ("contradiction", "entailment", "neutral")
 BUILTIN: dict[str, TaskSpec] = {
     t.name: t
     for t in (
@@ -173,25 +174,11 @@ BUILTIN: dict[str, TaskSpec] = {
             bad_rows="skip",
         ),
         _glue("stsb", "regression", "sentence1", "sentence2", "score", (), ("pearson", "spearman")),
-        _glue(
-            "mnli",
-            "pair",
-            "sentence1",
-            "sentence2",
-            "gold_label",
-            ("contradiction", "entailment", "neutral"),
-            ("accuracy",),
-            dev="dev_matched.tsv",
-        ),
-        _glue(
-            "mnli-mm",
-            "pair",
-            "sentence1",
-            "sentence2",
-            "gold_label",
-            ("contradiction", "entailment", "neutral"),
-            ("accuracy",),
-            dev="dev_mismatched.tsv",
+        *(
+            _glue(
+                name, "pair", "sentence1", "sentence2", "gold_label", _NLI, ("accuracy",), dev=dev
+            )
+            for name, dev in (("mnli", "dev_matched.tsv"), ("mnli-mm", "dev_mismatched.tsv"))
         ),
         _glue("qnli", "pair", "question", "sentence", "label", _ENTAIL, ("accuracy",)),
         _glue("rte", "pair", "sentence1", "sentence2", "label", _ENTAIL, ("accuracy",)),
@@ -212,24 +199,18 @@ BUILTIN: dict[str, TaskSpec] = {
             header=False,
         ),
         # SQuAD's JSON as released; F1 first, as BERT reports and picks by it.
-        TaskSpec(
-            "squad",
-            "qa",
-            "squad",
-            "question",
-            "answers",
-            metrics=("f1", "exact_match"),
-            files={"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
-        ),
-        TaskSpec(
-            "squad2",
-            "qa",
-            "squad",
-            "question",
-            "answers",
-            metrics=("f1", "exact_match"),
-            files={"train": "train-v2.0.json", "dev": "dev-v2.0.json"},
-            unanswerable=True,
+        *(
+            TaskSpec(
+                name,
+                "qa",
+                "squad",
+                "question",
+                "answers",
+                metrics=("f1", "exact_match"),
+                files={"train": f"train-v{v}.json", "dev": f"dev-v{v}.json"},
+                unanswerable=v == "2.0",
+            )
+            for name, v in (("squad", "1.1"), ("squad2", "2.0"))
         ),
     )
 }

@@ -5,24 +5,28 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.models.bert import Encoder
+
+
+def build_encoder(config: ModelConfig) -> Encoder:
+    """The encoder alone of `config.family` (ELECTRA's: its discriminator's), untrained."""
+    from clozeworks.trainer.models import albert, bert, roberta
+
+    builders = {"roberta": roberta.build_encoder, "albert": albert.build_encoder}
+    return builders.get(config.family, bert.build_encoder)(config)
 
 
 def build_model(config: TrainConfig) -> nn.Module:
     """The pretraining model for `config`, initialized from `config.seed` alone."""
-    from clozeworks.trainer.models import albert, bert, electra, roberta
+    from clozeworks.trainer.models import electra
     from clozeworks.trainer.objectives import Pretraining
 
     torch.manual_seed(config.seed)
     model = config.model
     if model.family == "electra":
         return electra.ElectraPretraining(model)
-    builders = {
-        "bert": bert.build_encoder,
-        "roberta": roberta.build_encoder,
-        "albert": albert.build_encoder,
-    }
-    return Pretraining(model, builders[model.family](model), config.objectives)
+    return Pretraining(model, build_encoder(model), config.objectives)
 
 
 def num_parameters(model: nn.Module) -> int:
