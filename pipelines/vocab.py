@@ -296,7 +296,8 @@ def _write_output(
     tok: Any, vocab: VocabConfig, stats: dict[str, Any], counts: dict[str, Any], output: str
 ) -> None:
     def build(directory: Path) -> None:
-        write_tokenizer_dir(tok, directory, vocab.kind, vocab.extra_special_tokens)
+        extra = (*vocab.extra_special_tokens, *vocab.sentinel_tokens)
+        write_tokenizer_dir(tok, directory, vocab.kind, extra)
         text = json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         (directory / VOCAB_STATS_FILE).write_text(text, encoding="utf-8")
         (directory / TOKEN_COUNTS_FILE).write_text(json.dumps(counts) + "\n", encoding="utf-8")

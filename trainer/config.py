@@ -22,9 +22,11 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.masking import MaskingSettings
 
-FAMILIES = ("bert", "roberta", "albert", "electra")
+FAMILIES = ("bert", "roberta", "albert", "electra", "gpt", "t5")
+# Families that are not BERT-style encoders: each trains its own objective alone.
+GENERATIVE = {"gpt": "clm", "t5": "t5"}
 SHARING = ("none", "all", "attention", "ffn")
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5")
 SENTENCE_OBJECTIVES = ("nsp", "sop", "sso")
 
 _MODEL_COUNTS = (
@@ -36,6 +38,8 @@ _MODEL_COUNTS = (
     "max_position",
     "pad_vocab_to",
     "sbo_max_span",
+    "relative_buckets",
+    "relative_max_distance",
 )
 _TRAIN_COUNTS = (
     "batch_size",
@@ -129,6 +133,14 @@ class ModelConfig:
     rtd_weight: float = 50.0
     # SpanBERT's span boundary objective: relative positions inside a span up to this.
     sbo_max_span: int = 32
+    # Width of one attention head; None = hidden_size / num_heads. T5 v1.1 small has 6
+    # heads of 64 at d_model 512.
+    head_size: int | None = None
+    # T5: decoder depth (None = num_layers) and its relative position buckets (Raffel et
+    # al. 2020, section 2.1: 32 buckets, logarithmic up to a distance of 128).
+    decoder_layers: int | None = None
+    relative_buckets: int = 32
+    relative_max_distance: int = 128
 
     def __post_init__(self) -> None:
         _check_types(self, "model")
@@ -136,8 +148,9 @@ class ModelConfig:
             _at_least(self, "model", name, 1)
         _at_least(self, "model", "type_vocab_size", 0)
         _at_least(self, "model", "pad_token_id", 0)
-        if self.embedding_size is not None:
-            _at_least(self, "model", "embedding_size", 1)
+        for name in ("embedding_size", "head_size", "decoder_layers"):
+            if getattr(self, name) is not None:
+                _at_least(self, "model", name, 1)
         _between(self, "model", "dropout", 0.0, 1.0, high_open=True)
         _between(self, "model", "attention_dropout", 0.0, 1.0, high_open=True)
         _between(self, "model", "layer_norm_eps", 0.0, math.inf, low_open=True, high_open=True)
@@ -147,7 +160,7 @@ class ModelConfig:
             raise UsageError(f"model family {self.family!r} is not one of {', '.join(FAMILIES)}")
         if self.share not in SHARING:
             raise UsageError(f"model.share {self.share!r} is not one of {', '.join(SHARING)}")
-        if self.hidden_size % self.num_heads:
+        if self.head_size is None and self.hidden_size % self.num_heads:
             raise UsageError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}"
             )
@@ -157,6 +170,14 @@ class ModelConfig:
     @property
     def embedding_width(self) -> int:
         return self.embedding_size or self.hidden_size
+
+    @property
+    def head_width(self) -> int:
+        return self.head_size or self.hidden_size // self.num_heads
+
+    @property
+    def decoder_depth(self) -> int:
+        return self.decoder_layers or self.num_layers
 
 
 @dataclass(frozen=True)
@@ -204,6 +225,12 @@ OPTIM_PRESETS: dict[str, OptimConfig] = {
     "albert": OptimConfig(name="lamb", lr=0.00176, warmup_steps=3125, eps=1e-6),
     # ELECTRA-small: 5e-4, 10k warm-up (table 6; base uses 2e-4).
     "electra": OptimConfig(lr=5e-4, warmup_steps=10_000),
+    # GPT (Radford et al. 2018, section 4.1): Adam at 2.5e-4 warmed up over 2000 steps
+    # (GPT-2 tuned the rate per size and did not publish it), weight decay 0.01.
+    "gpt": OptimConfig(lr=2.5e-4, beta2=0.999, eps=1e-8, warmup_steps=2000),
+    # T5 pretrained with Adafactor at 0.01 after 10k warm-up steps (section 3.1.2); with
+    # AdamW, 1e-3 is the rate transformers' T5 examples use.
+    "t5": OptimConfig(lr=1e-3, eps=1e-8, weight_decay=0.0, warmup_steps=10_000),
 }
 
 
@@ -428,12 +455,56 @@ MODEL_PRESETS: dict[str, tuple[ModelConfig, str]] = {
     ),
 }
 
+
+def _gpt2(layers: int, hidden: int, heads: int) -> ModelConfig:
+    """GPT-2's layout (Radford et al. 2019, section 2.3): pre-LN with a final LayerNorm,
+    1024 learned positions, no token types, no dropout change from GPT's 0.1."""
+    return _bert(
+        layers,
+        hidden,
+        heads,
+        family="gpt",
+        type_vocab_size=0,
+        max_position=1024,
+        layer_norm_eps=1e-5,
+        pre_ln=True,
+    )
+
+
+def _t5(layers: int, hidden: int, heads: int, ff: int) -> ModelConfig:
+    """T5 v1.1 (gated-GELU feed-forward of width `ff`, heads of 64, RMS norm, no biases,
+    untied output layer; no dropout in pretraining, as the v1.1 release notes say)."""
+    return ModelConfig(
+        family="t5",
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        head_size=64,
+        intermediate_size=ff,
+        type_vocab_size=0,
+        dropout=0.0,
+        attention_dropout=0.0,
+        layer_norm_eps=1e-6,
+        initializer_range=1.0,  # T5's initializer_factor: widths scale the rest
+    )
+
+
+MODEL_PRESETS.update(
+    {
+        "gpt2-small": (_gpt2(12, 768, 12), "gpt"),
+        "t5-small": (_t5(8, 512, 6, 1024), "t5"),
+        "t5-base": (_t5(12, 768, 12, 2048), "t5"),
+    }
+)
+
 # The objectives each family trains with in its paper.
 DEFAULT_OBJECTIVES = {
     "bert": ("mlm", "nsp"),
     "roberta": ("mlm",),
     "albert": ("mlm", "sop"),
     "electra": ("mlm", "rtd"),
+    "gpt": ("clm",),
+    "t5": ("t5",),
 }
 
 
@@ -452,6 +523,8 @@ def preset(name: str) -> TrainConfig:
     if model.family == "electra":
         masking = MaskingSettings(mask_ratio=0.85, random_ratio=0.0)
         config = replace(config, objectives=("mlm", "rtd"), masking=masking)
+    if model.family in GENERATIVE:
+        config = replace(config, objectives=(GENERATIVE[model.family],))
     return config
 
 

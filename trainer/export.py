@@ -8,6 +8,8 @@
 | roberta | `RobertaForMaskedLM` |
 | albert | `AlbertForPreTraining` with a sentence head (2 or 3 labels), else `AlbertForMaskedLM` |
 | electra | `ElectraForPreTraining`, and `generator/` with `ElectraForMaskedLM` |
+| gpt | `GPT2LMHeadModel` (`trainer/export_generative.py`) |
+| t5 | `T5ForConditionalGeneration` |
 
 Embedding rows are cut back to the real vocabulary. RoBERTa-style classes number positions
 from `pad_token_id + 1`, so their position table gets that many leading rows. Pre-LN ALBERT
@@ -26,6 +28,7 @@ import torch
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.trainer import export_generative as gen
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
 from clozeworks.trainer.models import build_model
@@ -66,7 +69,8 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{tokenizer}: the run's tokenizer is missing (config.json names it)")
     written = []
-    for sub, hf in to_transformers(model, config):
+    special = _special_ids(tokenizer)
+    for sub, hf in to_transformers(model, config, special):
         target = output / sub
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -81,19 +85,34 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
     return written
 
 
-def to_transformers(model: nn.Module, config: TrainConfig) -> list[tuple[str, Any]]:
-    """(subdirectory, transformers model) pairs holding `model`'s weights."""
+def _special_ids(tokenizer: Path) -> dict[str, int]:
+    from clozeworks.corpus.vocab.files import load_tokenizer
+
+    return load_tokenizer(tokenizer).special_ids
+
+
+def to_transformers(
+    model: nn.Module, config: TrainConfig, special: dict[str, int] | None = None
+) -> list[tuple[str, Any]]:
+    """(subdirectory, transformers model) pairs holding `model`'s weights. `special`: the
+    tokenizer's special ids by role, for the generative families' bos / eos."""
     try:
         import transformers as tf
     except ImportError:
         raise UsageError("export needs transformers: pip install 'clozeworks[export]'") from None
     m = config.model
+    special = special or {}
+    if m.family == "gpt":
+        gpt = _load(tf.GPT2LMHeadModel, gen.gpt_config(tf, m, special), gen.gpt_weights(model, m))
+        return [("", gpt)]
+    if m.family == "t5":
+        return [("", gen.t5_model(tf, m, special, gen.t5_weights(model, m), _load))]
     if m.family == "electra":
         if m.pre_ln:
             raise UsageError("transformers has no pre-LN ELECTRA; train with pre_ln = false")
-        gen = generator_config(m)
+        small = generator_config(m)
         disc = _load(tf.ElectraForPreTraining, _electra_config(tf, m), _electra_disc(model, m))
-        g = _load(tf.ElectraForMaskedLM, _electra_config(tf, gen), _electra_gen(model, gen))
+        g = _load(tf.ElectraForMaskedLM, _electra_config(tf, small), _electra_gen(model, small))
         return [("", disc), ("generator", g)]
     if m.family == "albert":
         if m.pre_ln:
@@ -112,9 +131,13 @@ def hf_weights(model: nn.Module, config: TrainConfig) -> list[tuple[str, Tensors
     the rest are derived (RoBERTa's offset positions, absent token types, an identity
     projection), which `trainer.init_from` handles by name."""
     m = config.model
+    if m.family == "gpt":
+        return [("", gen.gpt_weights(model, m))]
+    if m.family == "t5":
+        return [("", gen.t5_weights(model, m))]
     if m.family == "electra":
-        gen = generator_config(m)
-        return [("", _electra_disc(model, m)), ("generator", _electra_gen(model, gen))]
+        g = generator_config(m)
+        return [("", _electra_disc(model, m)), ("generator", _electra_gen(model, g))]
     if m.family == "albert":
         return [("", _albert_weights(model, m))]
     if m.pre_ln or m.family == "roberta":

@@ -98,8 +98,8 @@ class TrainState:
 class TrainSummary:
     run: Path
     steps: int
-    first_mlm_loss: float | None
-    last_mlm_loss: float | None
+    first_loss: float | None  # of `objective`, the run's first (mlm, clm or t5)
+    last_loss: float | None
     seconds: float
     checkpoint: Path | None
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -107,6 +107,7 @@ class TrainSummary:
     rank: int = 0  # under torchrun every rank returns a summary; rank 0's is the one to show
     resumed_from: int = 0  # the step this invocation started at (0 for a new run)
     stopped_by: str | None = None  # the signal that stopped the run early (SIGTERM, SIGINT)
+    objective: str = "mlm"
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class _Run:
         self.guard = NonFiniteGuard(d.device)
         self.autocast = partial(_autocast, config.precision, d.device)
         for module in self.model.modules():
-            if isinstance(module, Encoder):
+            if isinstance(module, Encoder) or hasattr(module, "checkpointing"):
                 module.checkpointing = config.grad_checkpointing
         if config.compile:
             # The encoders carry the FLOPs and have static shapes; the heads index with
@@ -256,11 +257,13 @@ class _Run:
                 file=sys.stderr,
             )
         logged = read_metrics(self.run / METRICS_FILE) if d.main else history
+        main = config.objectives[0]
         return TrainSummary(
             run=self.run,
             steps=state.step,
-            first_mlm_loss=logged[0]["mlm_loss"] if logged else None,
-            last_mlm_loss=logged[-1]["mlm_loss"] if logged else None,
+            first_loss=logged[0][f"{main}_loss"] if logged else None,
+            last_loss=logged[-1][f"{main}_loss"] if logged else None,
+            objective=main,
             seconds=time.perf_counter() - started,
             checkpoint=last_checkpoint,
             history=history,
@@ -453,8 +456,10 @@ class _Run:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
             sums = dict(zip(sums, vector.tolist(), strict=True))
         record = summarize(sums, int(sums.pop("batches")), prefix="eval_")
-        if "eval_mlm_loss" in record:
-            record["eval_mlm_perplexity"] = math.exp(min(record["eval_mlm_loss"], 700.0))
+        for name in ("mlm", "clm", "t5"):  # a held-out perplexity of each language model
+            if f"eval_{name}_loss" in record:
+                loss = record[f"eval_{name}_loss"]
+                record[f"eval_{name}_perplexity"] = math.exp(min(loss, 700.0))
         return record
 
     def _loader(self, index: int) -> Any:

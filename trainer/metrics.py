@@ -1,7 +1,8 @@
 """What the loop reports: per-step sums, the `metrics.jsonl` log and TensorBoard.
 
 One JSON line per logged step with `step`, `loss`, per objective NAME `NAME_loss` and
-`NAME_accuracy`, `lr`, `grad_norm`, `sequences_per_s`, `tokens_per_s`,
+`NAME_accuracy`, ratios a model reports as `KEY_num` / `KEY_den` under KEY (T5's
+`t5_noise_density`, `t5_mean_span`), `lr`, `grad_norm`, `sequences_per_s`, `tokens_per_s`,
 `skipped_nonfinite`, and `eval_*` keys on the steps a held-out evaluation ran.
 """
 
@@ -27,7 +28,7 @@ def step_sums(outputs: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]
     sums: dict[str, torch.Tensor] = {}
     for out in outputs:
         for key, value in out.items():
-            if key.endswith(("_loss", "_correct", "_count")) or key == "loss":
+            if key.endswith(("_loss", "_correct", "_count", "_num", "_den")) or key == "loss":
                 value = value.detach().to(torch.float64)
                 sums[key] = sums[key] + value if key in sums else value
     return sums
@@ -47,6 +48,9 @@ def summarize(sums: dict[str, float], batches: int, prefix: str = "") -> dict[st
         elif key.endswith("_correct"):
             name = key.removesuffix("_correct")
             record[f"{prefix}{name}_accuracy"] = value / max(1.0, sums.get(f"{name}_count", 0.0))
+        elif key.endswith("_num"):
+            name = key.removesuffix("_num")
+            record[prefix + name] = value / max(1.0, sums.get(f"{name}_den", 0.0))
     return record
 
 

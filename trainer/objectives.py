@@ -31,7 +31,7 @@ from torch import nn
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.batch_index import IGNORE_INDEX, PACKING, flat_index
-from clozeworks.trainer.config import SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
+from clozeworks.trainer.config import GENERATIVE, SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
 from clozeworks.trainer.models.bert import Encoder, init_weights, padded_vocab
 
 SENTENCE_CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
@@ -222,6 +222,8 @@ def objective_counts(batch: dict[str, torch.Tensor], objectives: tuple[str, ...]
         "sbo": predicted,
         "rtd": int(batch["attention_mask"].sum()),
         "wso": int((batch[WSO_LABELS] != IGNORE_INDEX).sum()) if WSO_LABELS in batch else 0,
+        "clm": predicted,
+        "t5": predicted,
     }
     sequences = int(batch["input_ids"].shape[0])
     return [counts.get(o, sequences) for o in objectives]
@@ -230,6 +232,10 @@ def objective_counts(batch: dict[str, torch.Tensor], objectives: tuple[str, ...]
 def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> None:
     """UsageError unless the model family and the shard set can train `config.objectives`."""
     objectives, family = config.objectives, config.model.family
+    generative = [o for o in objectives if o in GENERATIVE.values()]
+    if family in GENERATIVE or generative:
+        check_generative(config, manifest, source)
+        return
     if "mlm" not in objectives:
         raise UsageError(f"objectives {','.join(objectives)}: every family trains with mlm")
     sentence = [o for o in objectives if o in SENTENCE_OBJECTIVES]
@@ -252,6 +258,26 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
     kind = premask.kind if premask is not None else config.masking.kind
     if "sbo" in objectives and kind != "span":
         raise UsageError(f"sbo predicts masked spans; use span masking (the masking is {kind})")
+
+
+# Shard modes whose sequences are running text (no pairs): what clm and t5 read.
+PACKED_MODES = ("full-sentences", "doc-sentences", "single")
+
+
+def check_generative(config: TrainConfig, manifest: Manifest, source: str) -> None:
+    """The gpt and t5 families train their own objective alone, on unmasked running text."""
+    family, objectives = config.model.family, config.objectives
+    own = GENERATIVE.get(family)
+    if own is None or objectives != (own,):
+        wanted = ", ".join(f"{f} trains {o}" for f, o in GENERATIVE.items())
+        raise UsageError(f"objectives {','.join(objectives)} with family {family}: {wanted}, alone")
+    if manifest.premask is not None:
+        raise UsageError(f"{own} makes its own targets; {source} is pre-masked")
+    if manifest.mode not in PACKED_MODES:
+        raise UsageError(
+            f"{own} reads running text: shards built with --mode {' / '.join(PACKED_MODES)}; "
+            f"{source} holds {manifest.mode} pairs"
+        )
 
 
 def with_pair_objective(config: TrainConfig, manifest: Manifest) -> TrainConfig:

@@ -26,6 +26,10 @@ SPLIT_FIELDS = ("split", "phase")
 THROUGHPUT = ("tokens_per_s", "sequences_per_s")
 
 
+# What each objective's own statistics should be: its paper's settings.
+OBJECTIVE_STATS = {"t5_noise_density": 0.15, "t5_mean_span": 3.0}
+
+
 def run_summary(run: Path) -> dict[str, Any]:
     """What a run directory holds; BadInputError if its config.json is unreadable."""
     config = _read_config(run / CONFIG_FILE)
@@ -53,6 +57,11 @@ def run_summary(run: Path) -> dict[str, Any]:
         "losses": sorted(k for k in curves if k.split("/")[-1].endswith("loss")),
         "accuracies": sorted(k for k in curves if k.split("/")[-1].endswith("accuracy")),
         "perplexities": sorted(k for k in curves if k.split("/")[-1].endswith("perplexity")),
+        "objective_stats": {
+            name: {"mean": _mean_last(curves[name])["mean"], "paper": paper}
+            for name, paper in OBJECTIVE_STATS.items()
+            if curves.get(name)
+        },
         "checkpoints": [step_dir(run, s).name for s in steps],
         "last_checkpoint": _checkpoint(step_dir(run, steps[-1])) if steps else None,
         "throughput": {k: _mean_last(curves.get(k)) for k in THROUGHPUT},

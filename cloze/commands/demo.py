@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     print(f"shards     {paths.shards}")
     print(f"run        {run_dir}")
     print(
-        f"MLM loss: first {summary.first_mlm_loss:.3f}, last {summary.last_mlm_loss:.3f} "
+        f"MLM loss: first {summary.first_loss:.3f}, last {summary.last_loss:.3f} "
         f"({summary.steps} steps)"
     )
     if args.probe:

@@ -1,7 +1,9 @@
 """Train a BERT-family model on a shard set, masking dynamically, with exact checkpoints.
 
 Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert-base/large,
-electra-small/base, each with its paper's optimizer. A config file (TOML or JSON, e.g. the
+electra-small/base, gpt2-small (causal LM, --objective clm), t5-small/base (T5 v1.1, span
+corruption, --objective t5; its vocabulary needs `cloze vocab --sentinels 100`), each with
+its paper's optimizer. A config file (TOML or JSON, e.g. the
 run's own config.json) overrides the preset; flags override both. Multi-process:
 `torchrun --nproc-per-node N -m clozeworks train ...` (DDP; NCCL on GPU, gloo on CPU).
 
@@ -28,6 +30,7 @@ from clozeworks.trainer.config import (
     settings_from_pairs,
 )
 from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
+from clozeworks.trainer.data.targets import corrupted_lengths
 from clozeworks.trainer.datasets import resolve
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
@@ -63,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--objective",
         metavar="LIST",
-        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd (default: the preset's)",
+        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd; clm (gpt) or t5 (t5) alone "
+        "(default: the preset's)",
     )
     p.add_argument("--max-steps", type=int)
     p.add_argument("--batch-size", type=int, help="sequences per micro-batch per process")
@@ -278,6 +282,14 @@ def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> 
             "--objective mlm trains MLM alone)",
             file=sys.stderr,
         )
+    if "t5" in config.objectives:
+        raw = manifest.max_seq_len - 2  # between the rows' [CLS] and [SEP]
+        inputs, targets = corrupted_lengths(raw)
+        print(
+            f"t5: rows of {raw} tokens -> inputs of {inputs}, targets of {targets} "
+            "(T5's 512 and 114 come from shards built with --max-seq-len 570)",
+            file=sys.stderr,
+        )
     return config
 
 
@@ -300,14 +312,16 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         progress=progress_wanted(args),
         overwrite=args.overwrite,
     )
-    if summary.rank != 0 or summary.first_mlm_loss is None or summary.last_mlm_loss is None:
+    if summary.rank != 0 or summary.first_loss is None or summary.last_loss is None:
         return 0  # another rank reports, or there was nothing left to train
     done = summary.steps - summary.resumed_from
     line = f"trained {done} steps in {summary.seconds:.1f}s"
     if summary.resumed_from:
         line += f" (from step {summary.resumed_from} to {summary.steps})"
-    line += f": MLM loss {summary.first_mlm_loss:.3f} -> {summary.last_mlm_loss:.3f}"
+    name = summary.objective
+    line += f": {name.upper()} loss {summary.first_loss:.3f} -> {summary.last_loss:.3f}"
     if summary.eval:
-        line += f"; held-out MLM accuracy {summary.eval.get('eval_mlm_accuracy', 0):.3f}"
+        accuracy = summary.eval.get(f"eval_{name}_accuracy", 0)
+        line += f"; held-out {name.upper()} accuracy {accuracy:.3f}"
     print(f"{line}; run in {args.output}")
     return 0

@@ -64,6 +64,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="T1,T2",
         help="extra special tokens, comma-separated (ids after the five standard ones)",
     )
+    p.add_argument(
+        "--sentinels",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add T5's sentinels <extra_id_0>..<extra_id_N-1> as the last N ids, which span "
+        "corruption (--objective t5) needs; T5 used 100 (default 0)",
+    )
     p.add_argument("--sample-docs", type=int, metavar="N", help="train on about N documents")
     p.add_argument(
         "--sample-bytes",
@@ -93,6 +101,7 @@ def config_from_args(args: argparse.Namespace) -> VocabRunConfig:
         limit_alphabet=args.limit_alphabet,
         cased=args.cased,
         extra_special_tokens=tuple(t.strip() for t in args.special_tokens.split(",") if t),
+        sentinels=getattr(args, "sentinels", 0),
     )
     config = VocabRunConfig(
         input=args.input,

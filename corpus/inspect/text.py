@@ -234,6 +234,9 @@ def _run(s: dict[str, Any]) -> list[str]:
         points = [v for _, v in s["curves"][name] if v is not None]
         if points:
             lines.append(f"  {name:<24} {points[0]:.4f} -> {points[-1]:.4f}")
+    for name, stat in s.get("objective_stats", {}).items():
+        if stat["mean"] is not None:
+            lines.append(f"  {name:<24} {stat['mean']:.4f} mean (paper {stat['paper']:g})")
     tp = s["throughput"]
     if tp["tokens_per_s"]["mean"] is not None:
         lines.append(

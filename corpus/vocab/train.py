@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import trainers as tk_trainers
 
 from clozeworks.corpus.vocab.alphabet import AlphabetPlan, plan_alphabet
@@ -79,6 +79,9 @@ _UNIGRAM_PENALTY_STEP = 1e-4
 NO_TEXT = "no text to train a vocabulary on: the input is empty or every document was filtered"
 
 
+SENTINEL = "<extra_id_{}>"
+
+
 @dataclass(frozen=True)
 class VocabConfig:
     kind: str = "wordpiece"
@@ -87,8 +90,13 @@ class VocabConfig:
     limit_alphabet: int | None = 1000  # WordPiece: keep this many most frequent characters
     cased: bool | None = None  # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not)
     extra_special_tokens: tuple[str, ...] = ()
+    # T5's sentinels <extra_id_0> ... <extra_id_{N-1}>, added after training as the last
+    # ids, <extra_id_0> the very last (T5's 100 on top of its 32,000 pieces).
+    sentinels: int = 0
 
     def __post_init__(self) -> None:
+        if self.sentinels < 0:
+            raise UsageError(f"--sentinels must not be negative (got {self.sentinels})")
         if self.kind not in VOCAB_KINDS:
             raise UsageError(f"unknown vocabulary kind {self.kind!r}; use {', '.join(VOCAB_KINDS)}")
         specials = special_tokens_for(self.kind).order
@@ -119,6 +127,11 @@ class VocabConfig:
     def special_tokens(self) -> list[str]:
         """In id order: the kind's five, then the extra ones."""
         return list(special_tokens_for(self.kind).order) + list(self.extra_special_tokens)
+
+    @property
+    def sentinel_tokens(self) -> list[str]:
+        """<extra_id_0>, <extra_id_1>, ... (their ids count down from the last)."""
+        return [SENTINEL.format(i) for i in range(self.sentinels)]
 
 
 def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
@@ -298,6 +311,9 @@ def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | No
     for i, token in enumerate(config.special_tokens):
         if out.token_to_id(token) != i:
             raise AssertionError(f"special token {token} has id {out.token_to_id(token)}, not {i}")
+    if config.sentinels:
+        added = [AddedToken(t, special=True) for t in reversed(config.sentinel_tokens)]
+        out.add_special_tokens(added)
     add_post_processor(out, config.kind, special_tokens_for(config.kind))
     return out
 
@@ -342,6 +358,7 @@ def save_tokenizer(tok: Tokenizer, config: VocabConfig, directory: str | Path) -
     """Write the HF tokenizer directory atomically (a temp dir swapped into place)."""
 
     def build(tmp: Path) -> None:
-        write_tokenizer_dir(tok, tmp, config.kind, config.extra_special_tokens)
+        extra = (*config.extra_special_tokens, *config.sentinel_tokens)
+        write_tokenizer_dir(tok, tmp, config.kind, extra)
 
     return replace_dir(build, directory)

@@ -4,6 +4,7 @@ what these tests need; the statistics of real pairs are the shard builder's test
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -56,3 +57,28 @@ def nsp_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 @pytest.fixture(scope="session")
 def sso_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_pair_shards(shards_dir, tmp_path_factory.mktemp("sso"), "sso")
+
+
+def with_sentinels(source: Path, target: Path, count: int = 100) -> Path:
+    """`source`'s shards under a tokenizer with T5's sentinels appended (`<extra_id_0>` the
+    last id): the ids already in the shards are unchanged, so only the tokenizer and the
+    manifest's fingerprint and vocabulary size change."""
+    from tokenizers import AddedToken, Tokenizer
+
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    path = target / TOKENIZER_DIR / "tokenizer.json"
+    tok = Tokenizer.from_file(str(path))
+    tok.add_special_tokens(
+        [AddedToken(f"<extra_id_{i}>", special=True) for i in range(count)][::-1]
+    )
+    tok.save(str(path))
+    manifest = read_manifest(source)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    size = tok.get_vocab_size(with_added_tokens=True)
+    write_manifest(target, replace(manifest, tokenizer_sha256=digest, vocab_size=size))
+    return target
+
+
+@pytest.fixture(scope="session")
+def t5_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return with_sentinels(shards_dir, tmp_path_factory.mktemp("t5"))

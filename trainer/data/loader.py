@@ -37,12 +37,13 @@ from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
 from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
 from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
-from clozeworks.trainer.data.source import Source, mask_tables, resolve_source
+from clozeworks.trainer.data.source import Source, mask_tables, resolve_source, sentinel_ids
+from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
 from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
 
 MaskingConfig = MaskingSettings
 
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd")
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5")
 STATE_VERSION = 1
 
 
@@ -56,7 +57,8 @@ class ShardDataset:
     source: a shard directory, its URL, or a list of shard paths / URLs / `pipe:` commands
         (with `manifest=` for pipes). rank / world_size default to torch.distributed's.
     masking: dynamic masking of unmasked shards (pre-masked shards pass through unchanged).
-    objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes.
+    objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes;
+        "clm" and "t5" make their targets instead of masking (`trainer.data.targets`).
     tokenizer / tokenizer_sha256: the tokenizer the run uses; refused unless it is the one
         the shards were encoded with. Word-level masking needs the tokenizer (the copy
         shipped with the shards is used when none is given).
@@ -133,8 +135,15 @@ class ShardDataset:
             shuffle_buffer,
             length_bucketing,
         )
-        self.masker: BatchMasker | None = None
-        if self.manifest.premask is None:
+        self.masker: BatchMasker | CausalTargets | SpanCorruption | None = None
+        if "clm" in self.objectives:
+            self.masker = CausalTargets()
+        elif "t5" in self.objectives:
+            special = self.manifest.special_tokens
+            self.masker = SpanCorruption(
+                torch.tensor(sentinel_ids(self.shards, tokenizer)), special["sep"], special["pad"]
+            )
+        elif self.manifest.premask is None:
             tables = mask_tables(
                 self.shards,
                 tokenizer,
@@ -159,6 +168,13 @@ class ShardDataset:
                     f"objective {name} needs shards built with --mode {name}; "
                     f"{self.source} holds {man.mode}"
                 )
+        own = {"clm", "t5"} & set(self.objectives)
+        if own and (man.premask is not None or man.mode in ("nsp", "sop", "sso")):
+            raise UsageError(
+                f"{self.source}: {', '.join(sorted(own))} reads unmasked running text "
+                f"(full-sentences, doc-sentences or single shards), not {man.mode}"
+                + (", pre-masked" if man.premask is not None else "")
+            )
         if man.premask is not None and {"sbo", "wso"} & set(self.objectives):
             raise UsageError(
                 f"{self.source} is pre-masked; sbo and wso need dynamic masking "

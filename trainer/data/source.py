@@ -34,7 +34,7 @@ from clozeworks.corpus.vocab.files import (
     parse_token_counts,
     read_token_counts,
 )
-from clozeworks.corpus.vocab.train import tokenizer_kind, word_start_table
+from clozeworks.corpus.vocab.train import SENTINEL, tokenizer_kind, word_start_table
 from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
 from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
 from clozeworks.schemas.special_tokens import special_tokens_for
@@ -340,3 +340,30 @@ def tokenizer_files(shards: ShardSet) -> dict[str, bytes]:
         except OSError:
             continue  # this tokenizer kind has no such file
     return files
+
+
+def sentinel_ids(shards: ShardSet, tokenizer: str | Path | None) -> list[int]:
+    """Ids of `<extra_id_0>`, `<extra_id_1>`, ... in the shards' tokenizer (T5's sentinels,
+    which `cloze vocab --sentinels N` adds); UsageError when there are none."""
+    data, where = _tokenizer_json(shards, tokenizer)
+    if data is None:
+        raise BadInputError(
+            f"{shards.location}: T5's span corruption needs the tokenizer's sentinel ids; "
+            "none ships with these shards, so pass tokenizer=DIR"
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != shards.manifest.tokenizer_sha256:
+        raise BadInputError(
+            f"{where}: this tokenizer ({digest[:12]}) is not the one the shards were "
+            f"encoded with ({shards.manifest.tokenizer_sha256[:12]})"
+        )
+    tok, _, _ = _tokenizer_facts(data, where)
+    ids: list[int] = []
+    while (found := tok.token_to_id(SENTINEL.format(len(ids)))) is not None:
+        ids.append(found)
+    if not ids:
+        raise UsageError(
+            f"{where}: no sentinel tokens (<extra_id_0>, ...) for T5's span corruption; "
+            "train the vocabulary with cloze vocab --sentinels 100"
+        )
+    return ids

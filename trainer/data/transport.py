@@ -45,7 +45,8 @@ class Item:
 class Bundle:
     """Several items with their tensors in two flat tensors (see the module docstring)."""
 
-    # per item: j, events, substituted, error, [B, L] field names, (B, L), [B] field names
+    # per item: j, events, substituted, error, [(name, shape)] of 2-d fields, the attention
+    # mask's (B, L), [B] field names
     meta: list[tuple[Any, ...]]
     grid: torch.Tensor  # int32, every [B, L] field of every item, flattened
     rows: torch.Tensor  # int64, every [B] field of every item
@@ -64,18 +65,20 @@ def pack(items: list[Item]) -> Bundle:
         shape: tuple[int, ...] = ()
         if fields:
             attention = fields.pop("attention_mask")
-            types = fields.pop("token_type_ids")
             shape = tuple(attention.shape)
             fields[_LENGTHS] = attention.sum(1)
-            fields[_SECOND] = torch.where(types.any(1), types.argmax(1), shape[1])
+            types = fields.pop("token_type_ids", None)  # T5's batches have none
+            if types is not None:
+                fields[_SECOND] = torch.where(types.any(1), types.argmax(1), shape[1])
         if item.keys is not None:
             fields[_KEYS] = item.keys
-        grid_names = [k for k, v in fields.items() if v.dim() == 2]
+        # [B, *] fields keep their own widths (T5's targets are shorter than its inputs).
+        grid_fields = [(k, tuple(v.shape)) for k, v in fields.items() if v.dim() == 2]
         row_names = [k for k, v in fields.items() if v.dim() == 1]
-        grids.extend(fields[k].reshape(-1) for k in grid_names)
+        grids.extend(fields[k].reshape(-1) for k, _ in grid_fields)
         rows.extend(fields[k] for k in row_names)
         meta.append(
-            (item.j, item.events, item.substituted, item.error, grid_names, shape, row_names)
+            (item.j, item.events, item.substituted, item.error, grid_fields, shape, row_names)
         )
     return Bundle(
         meta=meta,
@@ -88,11 +91,11 @@ def unpack(bundle: Bundle) -> list[Item]:
     grid = bundle.grid.long()  # one conversion for the whole message
     items = []
     g = r = 0
-    for j, events, substituted, error, grid_names, shape, row_names in bundle.meta:
+    for j, events, substituted, error, grid_fields, shape, row_names in bundle.meta:
         fields: dict[str, torch.Tensor] = {}
-        size = shape[0] * shape[1] if shape else 0
-        for name in grid_names:
-            fields[name] = grid[g : g + size].view(shape)
+        for name, own in grid_fields:
+            size = own[0] * own[1]
+            fields[name] = grid[g : g + size].view(own)
             g += size
         for name in row_names:  # only items with a batch have [B] fields
             fields[name] = bundle.rows[r : r + shape[0]]
@@ -100,9 +103,10 @@ def unpack(bundle: Bundle) -> list[Item]:
         if shape:
             positions = torch.arange(shape[1])
             real = positions < fields.pop(_LENGTHS)[:, None]  # [B, L]
-            second = (positions >= fields.pop(_SECOND)[:, None]) & real
             fields["attention_mask"] = real.long()
-            fields["token_type_ids"] = second.long()
+            if _SECOND in fields:
+                second = (positions >= fields.pop(_SECOND)[:, None]) & real
+                fields["token_type_ids"] = second.long()
         keys = fields.pop(_KEYS, None)
         items.append(Item(j, fields, keys, events, substituted, error))
     return items

@@ -1,16 +1,23 @@
-"""Model families, one file each: bert, roberta, albert, electra."""
+"""Model families, one file each: bert, roberta, albert, electra, gpt, t5."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.models.bert import Encoder
 
 
 def build_encoder(config: ModelConfig) -> Encoder:
-    """The encoder alone of `config.family` (ELECTRA's: its discriminator's), untrained."""
+    """The encoder alone of `config.family` (ELECTRA's: its discriminator's), untrained.
+    gpt and t5 have no BERT-style encoder to fine-tune."""
+    if config.family in ("gpt", "t5"):
+        raise UsageError(
+            f"a {config.family} model has no BERT-style encoder; fine-tuning takes bert, "
+            "roberta, albert or electra"
+        )
     from clozeworks.trainer.models import albert, bert, roberta
 
     builders = {"roberta": roberta.build_encoder, "albert": albert.build_encoder}
@@ -19,13 +26,17 @@ def build_encoder(config: ModelConfig) -> Encoder:
 
 def build_model(config: TrainConfig) -> nn.Module:
     """The pretraining model for `config`, initialized from `config.seed` alone."""
-    from clozeworks.trainer.models import electra
+    from clozeworks.trainer.models import electra, gpt, t5
     from clozeworks.trainer.objectives import Pretraining
 
     torch.manual_seed(config.seed)
     model = config.model
     if model.family == "electra":
         return electra.ElectraPretraining(model)
+    if model.family == "gpt":
+        return gpt.GPT(model)
+    if model.family == "t5":
+        return t5.T5(model)
     return Pretraining(model, build_encoder(model), config.objectives)
 
 

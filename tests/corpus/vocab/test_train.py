@@ -267,6 +267,23 @@ def test_extra_special_tokens_follow_the_five(texts, tmp_path) -> None:
     assert 6 in hf("a <x> b")["input_ids"]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_sentinels_are_the_last_ids_as_in_t5(kind, texts, tmp_path) -> None:
+    config = VocabConfig(kind=kind, vocab_size=500, sentinels=3)
+    out = save_tokenizer(train_tokenizer(texts[:400], config), config, tmp_path / "tok")
+    info = load_tokenizer(out)
+    size = info.vocab_size
+    assert size == 503  # on top of the trained vocabulary, as T5's 100 on its 32,000
+    ids = [info.tokenizer.token_to_id(f"<extra_id_{i}>") for i in range(3)]
+    assert ids == [size - 1, size - 2, size - 3]
+    assert set(ids) <= set(info.all_special_ids)
+    hf = AutoTokenizer.from_pretrained(str(out))
+    assert hf("a <extra_id_1> b")["input_ids"] == info.tokenizer.encode("a <extra_id_1> b").ids
+    assert size - 2 in hf("a <extra_id_1> b")["input_ids"]
+    with pytest.raises(UsageError, match="--sentinels"):
+        VocabConfig(sentinels=-1)
+
+
 def test_lowercase_bpe_keeps_its_normalizer_in_transformers(texts, tmp_path) -> None:
     config = VocabConfig(kind="bpe", vocab_size=500, cased=False)
     out = save_tokenizer(train_tokenizer(texts[:400], config), config, tmp_path / "tok")

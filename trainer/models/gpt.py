@@ -1,0 +1,113 @@
+"""GPT (Radford et al. 2018, 2019): a causal Transformer decoder trained to predict the
+next token (`clm`). GPT-2's layout: LayerNorm before each sublayer and after the last
+block, learned positions, GELU (tanh form), the output layer tied to the token embedding,
+residual projections initialized with std 0.02 / sqrt(2 x layers).
+
+Packed shards feed it: `full-sentences` rows run across documents with `[SEP]` between
+them (as GPT-2 trained on a stream with `<|endoftext|>`), `doc-sentences` rows stay in
+one document. The loader's `labels` are the next token (-100 where there is none), so the
+loss here is a cross-entropy at the labelled positions only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from clozeworks.trainer.batch_index import flat_index
+from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.models.bert import padded_vocab
+from clozeworks.trainer.objectives import Outputs, classification
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.heads = config.num_heads
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.attention_dropout = config.attention_dropout
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, length, hidden = x.shape
+        q, k, v = self.qkv(x).split(hidden, dim=2)  # [B, L, H] each
+        q, k, v = (t.view(b, length, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        p = self.attention_dropout if self.training else 0.0
+        # Rows are real tokens then padding, so causal attention never lets a real token
+        # see padding; the padded positions' outputs carry no label.
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # [B, h, L, d]
+        y = y.transpose(1, 2).reshape(b, length, hidden)  # [B, L, H]
+        return self.dropout(self.proj(y))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.fc = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.fc_proj = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))  # [B, L, H]
+        h = F.gelu(self.fc(self.ln_2(x)), approximate="tanh")  # [B, L, 4H]
+        return x + self.dropout(self.fc_proj(h))
+
+
+class GPT(nn.Module):
+    """Decoder and tied output layer; forward(batch) -> the `clm` loss and counts."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(padded_vocab(config), config.hidden_size)
+        self.wpe = nn.Embedding(config.max_position, config.hidden_size)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+        self.ln_f = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.loss_weights = {"clm": 1.0}
+        self.checkpointing = False  # set by the loop from grad_checkpointing
+        self.apply(self._init)
+        residual_std = config.initializer_range / math.sqrt(2 * config.num_layers)
+        for block in self.blocks:
+            nn.init.normal_(block.attn.proj.weight, std=residual_std)
+            nn.init.normal_(block.fc_proj.weight, std=residual_std)
+
+    def _init(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=std)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=std)
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        length = input_ids.shape[1]
+        if length > self.config.max_position:
+            raise ValueError(f"rows of {length} tokens; the model has {self.config.max_position}")
+        positions = torch.arange(length, device=input_ids.device)
+        x = self.drop(self.wte(input_ids) + self.wpe(positions))  # [B, L, H]
+        for block in self.blocks:
+            if self.checkpointing and self.training and torch.is_grad_enabled():
+                x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        return self.ln_f(x)  # [B, L, H]
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return F.linear(h, self.wte.weight)[..., : self.config.vocab_size]  # [..., V]
+
+    def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
+        h = self.hidden(batch["input_ids"]).flatten(0, 1)  # [B * L, H]
+        index = flat_index(batch, "labels")  # [N]
+        targets = batch["labels"].flatten().index_select(0, index)  # [N]
+        out: Outputs = {}
+        out["loss"] = classification(out, "clm", self.logits(h.index_select(0, index)), targets)
+        return out
