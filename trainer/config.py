@@ -22,11 +22,11 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.masking import MaskingSettings
 
-FAMILIES = ("bert", "roberta", "albert", "electra", "gpt", "t5")
+FAMILIES = ("bert", "roberta", "albert", "electra", "gpt", "t5", "xlnet")
 # Families that are not BERT-style encoders: each trains its own objective alone.
-GENERATIVE = {"gpt": "clm", "t5": "t5"}
+GENERATIVE = {"gpt": "clm", "t5": "t5", "xlnet": "plm"}
 SHARING = ("none", "all", "attention", "ffn")
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5")
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5", "plm")
 SENTENCE_OBJECTIVES = ("nsp", "sop", "sso")
 
 _MODEL_COUNTS = (
@@ -231,7 +231,13 @@ OPTIM_PRESETS: dict[str, OptimConfig] = {
     # T5 pretrained with Adafactor at 0.01 after 10k warm-up steps (section 3.1.2); with
     # AdamW, 1e-3 is the rate transformers' T5 examples use.
     "t5": OptimConfig(lr=1e-3, eps=1e-8, weight_decay=0.0, warmup_steps=10_000),
+    # XLNet-Large (Yang et al. 2019, table 7): Adam 4e-4, eps 1e-6, 40k warm-up, linear
+    # decay, weight decay 0.01.
+    "xlnet": OptimConfig(lr=4e-4, eps=1e-6, warmup_steps=40_000),
 }
+# XLNet predicts 1/K of the tokens (K = 6), chosen as whole-word n-grams of up to 5 words
+# with p(n) proportional to 1/n (its data_utils._sample_mask).
+XLNET_MASKING = MaskingSettings(kind="ngram", prob=1 / 6, ngram_max=5)
 
 
 @dataclass(frozen=True)
@@ -494,6 +500,8 @@ MODEL_PRESETS.update(
         "gpt2-small": (_gpt2(12, 768, 12), "gpt"),
         "t5-small": (_t5(8, 512, 6, 1024), "t5"),
         "t5-base": (_t5(12, 768, 12, 2048), "t5"),
+        # XLNet-Base: BERT-Base's sizes, no absolute positions, LayerNorm eps 1e-12.
+        "xlnet-base": (_bert(12, 768, 12, family="xlnet", type_vocab_size=0), "xlnet"),
     }
 )
 
@@ -505,6 +513,7 @@ DEFAULT_OBJECTIVES = {
     "electra": ("mlm", "rtd"),
     "gpt": ("clm",),
     "t5": ("t5",),
+    "xlnet": ("plm",),
 }
 
 
@@ -525,6 +534,8 @@ def preset(name: str) -> TrainConfig:
         config = replace(config, objectives=("mlm", "rtd"), masking=masking)
     if model.family in GENERATIVE:
         config = replace(config, objectives=(GENERATIVE[model.family],))
+    if model.family == "xlnet":
+        config = replace(config, masking=XLNET_MASKING)
     return config
 
 

@@ -10,6 +10,7 @@
 | electra | `ElectraForPreTraining`, and `generator/` with `ElectraForMaskedLM` |
 | gpt | `GPT2LMHeadModel` (`trainer/export_generative.py`) |
 | t5 | `T5ForConditionalGeneration` |
+| xlnet | `XLNetLMHeadModel` |
 
 Embedding rows are cut back to the real vocabulary. RoBERTa-style classes number positions
 from `pad_token_id + 1`, so their position table gets that many leading rows. Pre-LN ALBERT
@@ -107,6 +108,9 @@ def to_transformers(
         return [("", gpt)]
     if m.family == "t5":
         return [("", gen.t5_model(tf, m, special, gen.t5_weights(model, m), _load))]
+    if m.family == "xlnet":
+        config = gen.xlnet_config(tf, m, special)
+        return [("", _load(tf.XLNetLMHeadModel, config, gen.xlnet_weights(model, m)))]
     if m.family == "electra":
         if m.pre_ln:
             raise UsageError("transformers has no pre-LN ELECTRA; train with pre_ln = false")
@@ -135,6 +139,8 @@ def hf_weights(model: nn.Module, config: TrainConfig) -> list[tuple[str, Tensors
         return [("", gen.gpt_weights(model, m))]
     if m.family == "t5":
         return [("", gen.t5_weights(model, m))]
+    if m.family == "xlnet":
+        return [("", gen.xlnet_weights(model, m))]
     if m.family == "electra":
         g = generator_config(m)
         return [("", _electra_disc(model, m)), ("generator", _electra_gen(model, g))]

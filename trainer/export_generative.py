@@ -1,4 +1,5 @@
-"""GPT and T5 runs as transformers models: `GPT2LMHeadModel`, `T5ForConditionalGeneration`.
+"""GPT, T5 and XLNet runs as transformers models: `GPT2LMHeadModel`,
+`T5ForConditionalGeneration`, `XLNetLMHeadModel`.
 
 Both keep our weights unchanged but for layout: GPT-2's `Conv1D` stores [in, out], so
 linear weights go over transposed (views, so copying into them loads our model), and the
@@ -136,4 +137,50 @@ def t5_weights(model: Any, m: ModelConfig) -> Tensors:
             for n in ("wi_0", "wi_1", "wo"):
                 out[f"{p}.{ff}.DenseReluDense.{n}.weight"] = getattr(block.ff, n).weight
             out[f"{p}.{ff}.layer_norm.weight"] = block.ff_norm.weight
+    return out
+
+
+def xlnet_config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
+    return tf.XLNetConfig(
+        vocab_size=m.vocab_size,
+        d_model=m.hidden_size,
+        n_layer=m.num_layers,
+        n_head=m.num_heads,
+        d_inner=m.intermediate_size,
+        ff_activation="gelu",
+        untie_r=True,
+        attn_type="bi",
+        initializer_range=m.initializer_range,
+        layer_norm_eps=m.layer_norm_eps,
+        dropout=m.dropout,
+        mem_len=None,
+        reuse_len=None,
+        bi_data=False,
+        clamp_len=-1,
+        same_length=False,
+        pad_token_id=special.get("pad", m.pad_token_id),
+        bos_token_id=special.get("cls"),
+        eos_token_id=special.get("sep"),
+    )
+
+
+def xlnet_weights(model: Any, m: ModelConfig) -> Tensors:
+    word = model.word_embedding.weight[: m.vocab_size]
+    out: Tensors = {
+        "transformer.word_embedding.weight": word,
+        "transformer.mask_emb": model.mask_emb,
+        "lm_loss.weight": word,
+        "lm_loss.bias": model.lm_bias[: m.vocab_size],
+    }
+    names = ("q", "k", "v", "o", "r", "r_r_bias", "r_s_bias", "r_w_bias", "seg_embed")
+    for i, layer in enumerate(model.layer):
+        p = f"transformer.layer.{i}"
+        for name in names:
+            out[f"{p}.rel_attn.{name}"] = getattr(layer.rel_attn, name)
+        for part, module in (("rel_attn", layer.rel_attn), ("ff", layer.ff)):
+            out[f"{p}.{part}.layer_norm.weight"] = module.layer_norm.weight
+            out[f"{p}.{part}.layer_norm.bias"] = module.layer_norm.bias
+        for name in ("layer_1", "layer_2"):
+            out[f"{p}.ff.{name}.weight"] = getattr(layer.ff, name).weight
+            out[f"{p}.ff.{name}.bias"] = getattr(layer.ff, name).bias
     return out

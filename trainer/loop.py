@@ -456,7 +456,7 @@ class _Run:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
             sums = dict(zip(sums, vector.tolist(), strict=True))
         record = summarize(sums, int(sums.pop("batches")), prefix="eval_")
-        for name in ("mlm", "clm", "t5"):  # a held-out perplexity of each language model
+        for name in ("mlm", "clm", "t5", "plm"):  # a held-out perplexity of each language model
             if f"eval_{name}_loss" in record:
                 loss = record[f"eval_{name}_loss"]
                 record[f"eval_{name}_perplexity"] = math.exp(min(loss, 700.0))

@@ -224,6 +224,7 @@ def objective_counts(batch: dict[str, torch.Tensor], objectives: tuple[str, ...]
         "wso": int((batch[WSO_LABELS] != IGNORE_INDEX).sum()) if WSO_LABELS in batch else 0,
         "clm": predicted,
         "t5": predicted,
+        "plm": predicted,
     }
     sequences = int(batch["input_ids"].shape[0])
     return [counts.get(o, sequences) for o in objectives]
@@ -265,7 +266,8 @@ PACKED_MODES = ("full-sentences", "doc-sentences", "single")
 
 
 def check_generative(config: TrainConfig, manifest: Manifest, source: str) -> None:
-    """The gpt and t5 families train their own objective alone, on unmasked running text."""
+    """The gpt, t5 and xlnet families train their own objective alone, on unmasked running
+    text."""
     family, objectives = config.model.family, config.objectives
     own = GENERATIVE.get(family)
     if own is None or objectives != (own,):

@@ -27,7 +27,11 @@ THROUGHPUT = ("tokens_per_s", "sequences_per_s")
 
 
 # What each objective's own statistics should be: its paper's settings.
-OBJECTIVE_STATS = {"t5_noise_density": 0.15, "t5_mean_span": 3.0}
+OBJECTIVE_STATS = {
+    "t5_noise_density": 0.15,
+    "t5_mean_span": 3.0,
+    "plm_predicted_share": 1 / 6,
+}
 
 
 def run_summary(run: Path) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert-base/large,
 electra-small/base, gpt2-small (causal LM, --objective clm), t5-small/base (T5 v1.1, span
-corruption, --objective t5; its vocabulary needs `cloze vocab --sentinels 100`), each with
+corruption, --objective t5; its vocabulary needs `cloze vocab --sentinels 100`), xlnet-base
+(permutation LM, --objective plm), each with
 its paper's optimizer. A config file (TOML or JSON, e.g. the
 run's own config.json) overrides the preset; flags override both. Multi-process:
 `torchrun --nproc-per-node N -m clozeworks train ...` (DDP; NCCL on GPU, gloo on CPU).
@@ -66,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--objective",
         metavar="LIST",
-        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd; clm (gpt) or t5 (t5) alone "
+        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd; clm (gpt), t5 (t5) or plm "
+        "(xlnet) alone "
         "(default: the preset's)",
     )
     p.add_argument("--max-steps", type=int)

@@ -236,7 +236,7 @@ def _run(s: dict[str, Any]) -> list[str]:
             lines.append(f"  {name:<24} {points[0]:.4f} -> {points[-1]:.4f}")
     for name, stat in s.get("objective_stats", {}).items():
         if stat["mean"] is not None:
-            lines.append(f"  {name:<24} {stat['mean']:.4f} mean (paper {stat['paper']:g})")
+            lines.append(f"  {name:<24} {stat['mean']:.4f} mean (paper {stat['paper']:.4g})")
     tp = s["throughput"]
     if tp["tokens_per_s"]["mean"] is not None:
         lines.append(

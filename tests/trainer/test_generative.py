@@ -4,6 +4,7 @@ the loader's targets from real shards, and runs that train, resume exactly and e
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
 from clozeworks.trainer.export import to_transformers
 from clozeworks.trainer.models import build_model
+from clozeworks.trainer.models.xlnet import permutation_masks
+from clozeworks.trainer.runinfo import run_summary
 
 transformers = pytest.importorskip("transformers")
 
@@ -94,6 +97,73 @@ def test_t5_loss_and_logits_are_t5s_v1_1() -> None:
     assert (logits[predicted] - theirs.logits[predicted]).abs().max() < 1e-4
 
 
+def test_xlnet_loss_and_logits_are_xlnets_with_two_segments() -> None:
+    config = tiny("xlnet-base", dropout=0.0, attention_dropout=0.0)
+    model = jitter(build_model(config))
+    ((_, hf),) = to_transformers(model, config, SPECIAL)
+    assert isinstance(hf, transformers.XLNetLMHeadModel)
+    g = torch.Generator().manual_seed(2)
+    batch = packed(rows=3, width=32)
+    batch["token_type_ids"][:, 12:] = 1
+    target = (torch.rand(3, 32, generator=g) < 0.2) & batch["attention_mask"].bool()
+    target[:, 0] = False
+    order = torch.stack([torch.randperm(32, generator=g) for _ in range(3)])
+    special = (batch["input_ids"] == SPECIAL["cls"]) | (batch["input_ids"] == SPECIAL["sep"])
+    batch["perm_order"] = torch.where(target | special, order, -1)
+    width = int(target.sum(1).max())
+    positions = torch.full((3, width), -1)
+    for b in range(3):
+        where = target[b].nonzero().squeeze(1)
+        positions[b, : len(where)] = where
+    batch["plm_positions"] = positions
+    batch["labels"] = torch.where(
+        positions >= 0, batch["input_ids"].gather(1, positions.clamp(min=0)), IGNORE_INDEX
+    )
+    with torch.no_grad():
+        out = model(prepare(batch, unpad=False))
+        theirs = hf_loss(hf, batch, "plm")
+    assert torch.allclose(out["plm_loss"], theirs, atol=1e-5)
+    # The order matters: with every pair visible, transformers' loss is another one.
+    visible = dict(batch, perm_order=torch.full_like(order, -1))
+    with torch.no_grad():
+        assert not torch.allclose(hf_loss(hf, visible, "plm"), theirs, atol=1e-4)
+
+
+def test_permutation_targets_predict_a_sixth_in_a_random_order(t5_shards: Path) -> None:
+    """Over 800 rows of the session's shards: 1/6 of the predictable tokens are targets
+    (within 0.01: each row rounds its own budget); targets and special tokens take their
+    places in a uniformly random order, so a target precedes another target of its row in
+    half of the pairs (4 standard errors of the pooled share); context is order -1, a
+    target never sees itself or a later target, and context never sees a target."""
+    ds = ShardDataset(
+        t5_shards, 100, seed=5, objectives=("plm",), masking=preset("xlnet-base").masking
+    )
+    before = pairs = 0
+    predicted = predictable = 0
+    for _, batch in zip(range(8), ds.loader(), strict=False):
+        predicted += int(batch["plm_stats"][:, 0].sum())
+        predictable += int(batch["plm_stats"][:, 1].sum())
+        perm, _, target = permutation_masks(batch)
+        order = batch["perm_order"]
+        context = (order == -1) & batch["attention_mask"].bool()
+        assert not (context & target).any()
+        eye = torch.eye(order.shape[1], dtype=torch.bool)
+        assert perm[target[:, :, None] & eye].all()  # a target does not see itself
+        assert not perm[target[:, :, None] & context[:, None, :]].any()  # but sees context
+        blocked = perm & context[:, :, None] & target[:, None, :]
+        assert torch.equal(blocked, context[:, :, None] & target[:, None, :])  # context: blind
+        for b in range(order.shape[0]):
+            ranks = order[b][target[b]]
+            n = len(ranks)
+            first = ranks[0] if n else None
+            if n >= 2:
+                before += int((ranks[1:] > first).sum())
+                pairs += n - 1
+    assert abs(predicted / predictable - 1 / 6) < 0.01
+    share, se = before / pairs, 0.5 / math.sqrt(pairs)
+    assert abs(share - 0.5) < 4 * se, (share, pairs)
+
+
 def test_relative_buckets_match_transformers() -> None:
     from transformers.models.t5.modeling_t5 import T5Attention
 
@@ -126,7 +196,7 @@ def test_t5_presets_are_v1_1_sizes() -> None:
     assert abs(n - 124_439_808) < 64 * 768  # GPT-2 small's 124M, up to the padded vocab rows
 
 
-@pytest.mark.parametrize("objective", ["clm", "t5"])
+@pytest.mark.parametrize("objective", ["clm", "t5", "plm"])
 def test_loader_makes_the_targets_the_same_with_workers(t5_shards: Path, objective: str) -> None:
     ds = ShardDataset(t5_shards, batch_size=8, seed=3, objectives=(objective,))
     alone = [b for _, b in zip(range(4), ds.loader(num_workers=0), strict=False)]
@@ -140,6 +210,10 @@ def test_loader_makes_the_targets_the_same_with_workers(t5_shards: Path, objecti
         assert first["labels"].shape[1] < first["input_ids"].shape[1]
         sentinel = first["labels"][:, 0]
         assert (sentinel == ds.masker.sentinels[0]).all()  # type: ignore[union-attr]
+    elif objective == "plm":
+        at = first["plm_positions"].clamp(min=0)
+        valid = first["plm_positions"] >= 0
+        assert torch.equal(first["labels"][valid], first["input_ids"].gather(1, at)[valid])
     else:
         assert torch.equal(
             first["labels"][:, :-1][first["attention_mask"][:, 1:].bool()],
@@ -148,10 +222,13 @@ def test_loader_makes_the_targets_the_same_with_workers(t5_shards: Path, objecti
 
 
 def test_t5_without_sentinels_is_a_clear_error(shards_dir: Path) -> None:
-    from clozeworks.schemas.errors import UsageError
+    from clozeworks.schemas.errors import BadInputError, UsageError
 
     with pytest.raises(UsageError, match="--sentinels"):
         ShardDataset(shards_dir, batch_size=8, objectives=("t5",))
+    for objective in ("clm", "t5", "plm"):  # another tokenizer than the shards' is refused
+        with pytest.raises(BadInputError, match="different tokenizer"):
+            ShardDataset(shards_dir, 8, objectives=(objective,), tokenizer_sha256="0" * 64)
 
 
 def run_args(shards: Path, run: Path, name: str, steps: int, *extra: str) -> list[str]:
@@ -166,11 +243,38 @@ def run_args(shards: Path, run: Path, name: str, steps: int, *extra: str) -> lis
     ]  # fmt: skip
 
 
+OWN = {"gpt2-small": "clm", "t5-small": "t5", "xlnet-base": "plm"}
+
+
+def hf_loss(hf: torch.nn.Module, batch: dict[str, torch.Tensor], objective: str) -> torch.Tensor:
+    """transformers' loss on a loader batch, with its own names for our fields."""
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    if objective == "clm":  # transformers shifts the labels itself
+        return hf(input_ids=ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+    if objective == "t5":
+        return hf(input_ids=ids, attention_mask=mask, labels=batch["labels"]).loss
+    perm, mapping, _ = permutation_masks(batch)
+    return hf(
+        input_ids=ids,
+        attention_mask=mask,
+        token_type_ids=batch["token_type_ids"],
+        perm_mask=perm.float(),
+        target_mapping=mapping.float(),
+        labels=batch["labels"],
+    ).loss
+
+
 @pytest.mark.parametrize(
     ("name", "auto"),
-    [("gpt2-small", "AutoModelForCausalLM"), ("t5-small", "AutoModelForSeq2SeqLM")],
+    [
+        ("gpt2-small", "AutoModelForCausalLM"),
+        ("t5-small", "AutoModelForSeq2SeqLM"),
+        ("xlnet-base", "XLNetLMHeadModel"),
+    ],
 )
-def test_train_resume_and_export(t5_shards: Path, tmp_path: Path, name: str, auto: str) -> None:
+def test_train_resume_and_export(
+    t5_shards: Path, tmp_path: Path, name: str, auto: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     whole, part = tmp_path / "whole", tmp_path / "part"
     assert main(run_args(t5_shards, whole, name, 6)) == 0
     assert main(run_args(t5_shards, part, name, 3)) == 0
@@ -178,11 +282,21 @@ def test_train_resume_and_export(t5_shards: Path, tmp_path: Path, name: str, aut
     a = load_file(whole / "step-0000006" / "model.safetensors")
     b = load_file(part / "step-0000006" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    objective = "clm" if name.startswith("gpt") else "t5"
+    objective = OWN[name]
     records = [json.loads(line) for line in (whole / "metrics.jsonl").read_text().splitlines()]
     assert records[-1][f"{objective}_loss"] < records[0][f"{objective}_loss"]
     if objective == "t5":
         assert abs(sum(r["t5_noise_density"] for r in records) / len(records) - 0.15) < 0.01
+    if objective == "plm":  # 1/K of 62-token rows, rounded per row: within 0.01 of 1/6
+        share = sum(r["plm_predicted_share"] for r in records) / len(records)
+        assert abs(share - 1 / 6) < 0.01
+    stats = run_summary(whole)["objective_stats"]
+    expected = {"clm": set(), "t5": {"t5_noise_density", "t5_mean_span"}}
+    assert set(stats) == expected.get(objective, {"plm_predicted_share"})
+    capsys.readouterr()
+    assert main(["inspect", str(whole)]) == 0
+    shown = capsys.readouterr().out
+    assert f"{objective}_loss" in shown and all(f"{name} " in shown for name in stats)
 
     out = tmp_path / "hf"
     assert main(["export", "--run", str(whole), "--output", str(out)]) == 0
@@ -196,16 +310,15 @@ def test_train_resume_and_export(t5_shards: Path, tmp_path: Path, name: str, aut
     model.load_state_dict(load_file(whole / "step-0000006" / "model.safetensors"), strict=False)
     model.eval()
     ds = ShardDataset(t5_shards, batch_size=4, seed=9, objectives=(objective,))
+    if objective == "plm":
+        ds = ShardDataset(
+            t5_shards, 4, seed=9, objectives=(objective,), masking=preset(name).masking
+        )
     batch = next(iter(ds.loader()))
     with torch.no_grad():
-        theirs = hf(
-            **{k: batch[k] for k in ("input_ids", "attention_mask")},
-            labels=batch["labels"]
-            if objective == "t5"
-            else batch["input_ids"].masked_fill(batch["attention_mask"] == 0, IGNORE_INDEX),
-        )
+        theirs = hf_loss(hf, batch, objective)
         ours = model(prepare(batch, unpad=False))
-    assert torch.allclose(ours[f"{objective}_loss"], theirs.loss, atol=1e-4)
+    assert torch.allclose(ours[f"{objective}_loss"], theirs, atol=1e-4)
     assert tokenizer.convert_tokens_to_ids("<extra_id_0>") == len(tokenizer) - 1
 
 

@@ -35,6 +35,7 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
+from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
 from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
 from clozeworks.trainer.data.source import Source, mask_tables, resolve_source, sentinel_ids
@@ -43,7 +44,7 @@ from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Ite
 
 MaskingConfig = MaskingSettings
 
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5")
+OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5", "plm")
 STATE_VERSION = 1
 
 
@@ -58,7 +59,8 @@ class ShardDataset:
         (with `manifest=` for pipes). rank / world_size default to torch.distributed's.
     masking: dynamic masking of unmasked shards (pre-masked shards pass through unchanged).
     objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes;
-        "clm" and "t5" make their targets instead of masking (`trainer.data.targets`).
+        "clm", "t5" and "plm" make their targets instead of masking (`trainer.data.targets`,
+        `trainer.data.permutation`).
     tokenizer / tokenizer_sha256: the tokenizer the run uses; refused unless it is the one
         the shards were encoded with. Word-level masking needs the tokenizer (the copy
         shipped with the shards is used when none is given).
@@ -135,7 +137,10 @@ class ShardDataset:
             shuffle_buffer,
             length_bucketing,
         )
-        self.masker: BatchMasker | CausalTargets | SpanCorruption | None = None
+        self.masker: BatchMasker | CausalTargets | SpanCorruption | PermutationTargets | None
+        self.masker = None
+        if {"clm", "t5"} & set(self.objectives):  # no tables, but the same fingerprint check
+            mask_tables(self.shards, tokenizer, tokenizer_sha256, False)
         if "clm" in self.objectives:
             self.masker = CausalTargets()
         elif "t5" in self.objectives:
@@ -143,6 +148,11 @@ class ShardDataset:
             self.masker = SpanCorruption(
                 torch.tensor(sentinel_ids(self.shards, tokenizer)), special["sep"], special["pad"]
             )
+        elif "plm" in self.objectives:
+            tables = mask_tables(
+                self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token", False
+            )
+            self.masker = PermutationTargets(tables, self.masking)
         elif self.manifest.premask is None:
             tables = mask_tables(
                 self.shards,
@@ -168,7 +178,7 @@ class ShardDataset:
                     f"objective {name} needs shards built with --mode {name}; "
                     f"{self.source} holds {man.mode}"
                 )
-        own = {"clm", "t5"} & set(self.objectives)
+        own = {"clm", "t5", "plm"} & set(self.objectives)
         if own and (man.premask is not None or man.mode in ("nsp", "sop", "sso")):
             raise UsageError(
                 f"{self.source}: {', '.join(sorted(own))} reads unmasked running text "

@@ -88,7 +88,7 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
         tokenizer = src.path
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{path}: no tokenizer.json (looked in {tokenizer})")
-    if config.model.family in ("gpt", "t5"):
+    if config.model.family in ("gpt", "t5", "xlnet"):
         raise UsageError(
             f"{path} is a {config.model.family} model, with no BERT-style encoder to "
             "fine-tune; fine-tuning takes bert, roberta, albert or electra"
