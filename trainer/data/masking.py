@@ -39,8 +39,27 @@ _TRIGRAM_PERMS = torch.tensor([[0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1
 WSO_PROB = 0.05
 
 
+class DeviceTables:
+    """Masking tables on the CPU, copied to a device the first time a batch there asks."""
+
+    tables: MaskTables
+    _on_device: dict[str, MaskTables]
+
+    def __getstate__(self) -> dict[str, object]:
+        # Workers get the CPU tables only, never copies already on a GPU.
+        return {**self.__dict__, "_on_device": {}}
+
+    def _tables(self, device: torch.device) -> MaskTables:
+        if device.type == "cpu":
+            return self.tables
+        key = str(device)
+        if key not in self._on_device:
+            self._on_device[key] = self.tables.to(device)
+        return self._on_device[key]
+
+
 @dataclass
-class BatchMasker:
+class BatchMasker(DeviceTables):
     """Masks collated batches: `masker(batch, keys)` on whatever device the batch is on."""
 
     tables: MaskTables
@@ -72,18 +91,6 @@ class BatchMasker:
             batch["input_ids"] = shuffled
             batch["wso_labels"] = labels
             batch["wso_positions"] = positions
-
-    def __getstate__(self) -> dict[str, object]:
-        # Workers get the CPU tables only, never copies already on a GPU.
-        return {**self.__dict__, "_on_device": {}}
-
-    def _tables(self, device: torch.device) -> MaskTables:
-        if device.type == "cpu":
-            return self.tables
-        key = str(device)
-        if key not in self._on_device:
-            self._on_device[key] = self.tables.to(device)
-        return self._on_device[key]
 
 
 def span_boundaries(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -27,6 +27,7 @@ import torch
 from clozeworks.corpus.shards.counter_rng import random_bits
 from clozeworks.corpus.shards.masking import IGNORE_INDEX, MaskTables, mask_tokens
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.masking import DeviceTables
 
 K = 6
 # XLNet's selection: whole-word n-grams of up to 5 words at 1/K of the tokens.
@@ -35,7 +36,7 @@ _STREAM_ORDER = 112  # this module's (targets.py has 110, 111)
 
 
 @dataclass
-class PermutationTargets:
+class PermutationTargets(DeviceTables):
     tables: MaskTables
     settings: MaskingSettings = XLNET_MASKING
     _on_device: dict[str, MaskTables] = field(default_factory=dict, repr=False)
@@ -62,14 +63,3 @@ class PermutationTargets:
             valid, ids.gather(1, first.clamp(max=length - 1)), IGNORE_INDEX
         )
         batch["plm_stats"] = torch.stack([counts, (real & ~special).sum(1)], 1)
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_on_device": {}}  # workers get the CPU tables only
-
-    def _tables(self, device: torch.device) -> MaskTables:
-        if device.type == "cpu":
-            return self.tables
-        key = str(device)
-        if key not in self._on_device:
-            self._on_device[key] = self.tables.to(device)
-        return self._on_device[key]

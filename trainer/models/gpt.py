@@ -24,6 +24,14 @@ from clozeworks.trainer.models.bert import padded_vocab
 from clozeworks.trainer.objectives import Outputs, classification
 
 
+def normal_init(module: nn.Module, std: float) -> None:
+    """GPT-2's and XLNet's initialization: normal(std) weights (not truncated), zero biases."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -81,12 +89,7 @@ class GPT(nn.Module):
             nn.init.normal_(block.fc_proj.weight, std=residual_std)
 
     def _init(self, module: nn.Module) -> None:
-        std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, std=std)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=std)
+        normal_init(module, self.config.initializer_range)
 
     def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
         length = input_ids.shape[1]

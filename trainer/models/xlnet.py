@@ -30,6 +30,7 @@ from torch import nn
 from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.models.bert import padded_vocab
+from clozeworks.trainer.models.gpt import normal_init
 from clozeworks.trainer.objectives import Outputs, classification
 
 ORDER, POSITIONS, PLM_STATS = "perm_order", "plm_positions", "plm_stats"
@@ -163,12 +164,8 @@ class XLNet(nn.Module):
 
     def _init(self, module: nn.Module) -> None:
         std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, std=std)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=std)
-        elif isinstance(module, RelativeAttention):
+        normal_init(module, std)
+        if isinstance(module, RelativeAttention):
             for p in (module.q, module.k, module.v, module.o, module.r, module.seg_embed):
                 nn.init.normal_(p, std=std)
             for p in (module.r_w_bias, module.r_r_bias, module.r_s_bias):
