@@ -203,7 +203,7 @@ class _Run:
         self.guard = NonFiniteGuard(d.device)
         self.autocast = partial(_autocast, config.precision, d.device)
         for module in self.model.modules():
-            if isinstance(module, Encoder) or hasattr(module, "checkpointing"):
+            if hasattr(module, "checkpointing"):  # every family's layer stacks
                 module.checkpointing = config.grad_checkpointing
         if config.compile:
             # The encoders carry the FLOPs and have static shapes; the heads index with

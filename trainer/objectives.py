@@ -32,6 +32,7 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.batch_index import IGNORE_INDEX, PACKING, flat_index
 from clozeworks.trainer.config import GENERATIVE, SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
+from clozeworks.trainer.data.targets import check_running_text
 from clozeworks.trainer.models.bert import Encoder, init_weights, padded_vocab
 
 SENTENCE_CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
@@ -261,10 +262,6 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
         raise UsageError(f"sbo predicts masked spans; use span masking (the masking is {kind})")
 
 
-# Shard modes whose sequences are running text (no pairs): what clm and t5 read.
-PACKED_MODES = ("full-sentences", "doc-sentences", "single")
-
-
 def check_generative(config: TrainConfig, manifest: Manifest, source: str) -> None:
     """The gpt, t5 and xlnet families train their own objective alone, on unmasked running
     text."""
@@ -273,13 +270,7 @@ def check_generative(config: TrainConfig, manifest: Manifest, source: str) -> No
     if own is None or objectives != (own,):
         wanted = ", ".join(f"{f} trains {o}" for f, o in GENERATIVE.items())
         raise UsageError(f"objectives {','.join(objectives)} with family {family}: {wanted}, alone")
-    if manifest.premask is not None:
-        raise UsageError(f"{own} makes its own targets; {source} is pre-masked")
-    if manifest.mode not in PACKED_MODES:
-        raise UsageError(
-            f"{own} reads running text: shards built with --mode {' / '.join(PACKED_MODES)}; "
-            f"{source} holds {manifest.mode} pairs"
-        )
+    check_running_text(objectives, manifest, source)
 
 
 def with_pair_objective(config: TrainConfig, manifest: Manifest) -> TrainConfig:

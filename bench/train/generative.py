@@ -19,7 +19,6 @@ import argparse
 import os
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 import transformers
 
+from bench.train.run import stepper
 from clozeworks.corpus.shards.counter_rng import sequence_keys
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.vocab.files import load_tokenizer
@@ -102,18 +102,6 @@ def hf_inputs(name: str, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tens
     }
 
 
-def stepper(model: torch.nn.Module, optimizer: torch.optim.Optimizer, call: Callable) -> Callable:
-    def step(batch: dict[str, Any]) -> float:
-        loss = call(model, batch)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
-
-    return step
-
-
 def compare(
     name: str, ids: torch.Tensor, info: Any, args: argparse.Namespace
 ) -> tuple[float, float]:
@@ -133,13 +121,11 @@ def compare(
     hosted = [prepare(b, unpad=True) for b in data]
     device = torch.device("cpu")
     steps = {
-        "clozeworks": stepper(
-            ours, build_optimizer(ours, config.optim, device), lambda m, b: m(b)["loss"]
-        ),
+        "clozeworks": stepper(ours, build_optimizer(ours, config.optim, device)),
         "transformers": stepper(
             hf,
             torch.optim.AdamW(hf.parameters(), lr=1e-4, fused=True),
-            lambda m, b: m(**hf_inputs(name, b)).loss,
+            call=lambda m, b: m(**hf_inputs(name, b)).loss,
         ),
     }
     feeds = {"clozeworks": hosted, "transformers": data}

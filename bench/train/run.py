@@ -58,9 +58,22 @@ def hf_groups(model: torch.nn.Module) -> list[dict[str, object]]:
     return [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def stepper(model: torch.nn.Module, optimizer: torch.optim.Optimizer, hf: bool) -> Callable:
+def stepper(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    hf: bool = False,
+    call: Callable | None = None,
+) -> Callable:
+    """One training step on a batch; `call(model, batch) -> loss` when the model takes the
+    batch otherwise than as keywords (hf) or as our dict."""
+
+    def loss_of(m: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return m(**batch).loss if hf else m(batch)["loss"]
+
+    compute = call or loss_of
+
     def step(batch: dict[str, torch.Tensor]) -> float:
-        loss = model(**batch).loss if hf else model(batch)["loss"]
+        loss = compute(model, batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -38,8 +38,14 @@ from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
 from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
 from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
-from clozeworks.trainer.data.source import Source, mask_tables, resolve_source, sentinel_ids
-from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
+from clozeworks.trainer.data.source import (
+    Source,
+    checked_tokenizer,
+    mask_tables,
+    resolve_source,
+    sentinel_ids,
+)
+from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption, check_running_text
 from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
 
 MaskingConfig = MaskingSettings
@@ -139,15 +145,13 @@ class ShardDataset:
         )
         self.masker: BatchMasker | CausalTargets | SpanCorruption | PermutationTargets | None
         self.masker = None
-        if {"clm", "t5"} & set(self.objectives):  # no tables, but the same fingerprint check
-            mask_tables(self.shards, tokenizer, tokenizer_sha256, False)
         if "clm" in self.objectives:
+            checked_tokenizer(self.shards, tokenizer, tokenizer_sha256)  # no tables to build
             self.masker = CausalTargets()
         elif "t5" in self.objectives:
             special = self.manifest.special_tokens
-            self.masker = SpanCorruption(
-                torch.tensor(sentinel_ids(self.shards, tokenizer)), special["sep"], special["pad"]
-            )
+            sentinels = sentinel_ids(self.shards, tokenizer, tokenizer_sha256)
+            self.masker = SpanCorruption(torch.tensor(sentinels), special["sep"], special["pad"])
         elif "plm" in self.objectives:
             tables = mask_tables(
                 self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token", False
@@ -168,7 +172,7 @@ class ShardDataset:
                 wso_prob=wso_prob if "wso" in self.objectives else None,
             )
         elif tokenizer is not None or tokenizer_sha256 is not None:
-            mask_tables(self.shards, tokenizer, tokenizer_sha256, False)  # fingerprint check
+            checked_tokenizer(self.shards, tokenizer, tokenizer_sha256)
 
     def _check_objectives(self) -> None:
         man = self.manifest
@@ -178,13 +182,7 @@ class ShardDataset:
                     f"objective {name} needs shards built with --mode {name}; "
                     f"{self.source} holds {man.mode}"
                 )
-        own = {"clm", "t5", "plm"} & set(self.objectives)
-        if own and (man.premask is not None or man.mode in ("nsp", "sop", "sso")):
-            raise UsageError(
-                f"{self.source}: {', '.join(sorted(own))} reads unmasked running text "
-                f"(full-sentences, doc-sentences or single shards), not {man.mode}"
-                + (", pre-masked" if man.premask is not None else "")
-            )
+        check_running_text(self.objectives, man, str(self.source))
         if man.premask is not None and {"sbo", "wso"} & set(self.objectives):
             raise UsageError(
                 f"{self.source} is pre-masked; sbo and wso need dynamic masking "

@@ -238,25 +238,12 @@ def mask_tables(
     warning, without one).
     """
     man = shards.manifest
-    if tokenizer_sha256 is not None and tokenizer_sha256 != man.tokenizer_sha256:
-        raise BadInputError(
-            f"{shards.location}: shards were encoded with a different tokenizer "
-            f"({man.tokenizer_sha256[:12]} in the manifest, the run uses {tokenizer_sha256[:12]})"
-        )
-    data, where = _tokenizer_json(shards, tokenizer)
+    checked = checked_tokenizer(shards, tokenizer, tokenizer_sha256)
     special = set(man.special_tokens.values())
     word_start = None
-    if data is not None:
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != man.tokenizer_sha256:
-            raise BadInputError(
-                f"{where}: this tokenizer ({digest[:12]}) is not the one the shards were "
-                f"encoded with ({man.tokenizer_sha256[:12]})"
-            )
-        tok, word_start, added = _tokenizer_facts(data, where)
-        special |= added
-        if tok.get_vocab_size(with_added_tokens=True) != man.vocab_size:
-            raise BadInputError(f"{where}: vocabulary size differs from the manifest's")
+    if checked is not None:
+        word_start = checked.word_start
+        special |= checked.added_special
     elif needs_words:
         raise BadInputError(
             f"{shards.location}: whole-word, span and n-gram masking need the tokenizer to "
@@ -271,6 +258,41 @@ def mask_tables(
         )
     mask_id = man.special_tokens["mask"]
     return MaskTables.build(man.vocab_size, sorted(special), word_start, mask_id, counts)
+
+
+@dataclass(frozen=True)
+class CheckedTokenizer:
+    tokenizer: Tokenizer
+    where: str
+    word_start: list[bool]
+    added_special: set[int]
+
+
+def checked_tokenizer(
+    shards: ShardSet, tokenizer: str | Path | None, tokenizer_sha256: str | None
+) -> CheckedTokenizer | None:
+    """The tokenizer the shards were encoded with (`tokenizer` if given, else the copy
+    shipped with them; None when there is neither), after checking that its sha256 and
+    vocabulary size are the manifest's, and that `tokenizer_sha256`, when given, is too."""
+    man = shards.manifest
+    if tokenizer_sha256 is not None and tokenizer_sha256 != man.tokenizer_sha256:
+        raise BadInputError(
+            f"{shards.location}: shards were encoded with a different tokenizer "
+            f"({man.tokenizer_sha256[:12]} in the manifest, the run uses {tokenizer_sha256[:12]})"
+        )
+    data, where = _tokenizer_json(shards, tokenizer)
+    if data is None:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != man.tokenizer_sha256:
+        raise BadInputError(
+            f"{where}: this tokenizer ({digest[:12]}) is not the one the shards were "
+            f"encoded with ({man.tokenizer_sha256[:12]})"
+        )
+    tok, word_start, added = _tokenizer_facts(data, where)
+    if tok.get_vocab_size(with_added_tokens=True) != man.vocab_size:
+        raise BadInputError(f"{where}: vocabulary size differs from the manifest's")
+    return CheckedTokenizer(tok, where, word_start, added)
 
 
 def _token_counts(shards: ShardSet, tokenizer: str | Path | None, vocab: int) -> list[int] | None:
@@ -342,28 +364,23 @@ def tokenizer_files(shards: ShardSet) -> dict[str, bytes]:
     return files
 
 
-def sentinel_ids(shards: ShardSet, tokenizer: str | Path | None) -> list[int]:
-    """Ids of `<extra_id_0>`, `<extra_id_1>`, ... in the shards' tokenizer (T5's sentinels,
-    which `cloze vocab --sentinels N` adds); UsageError when there are none."""
-    data, where = _tokenizer_json(shards, tokenizer)
-    if data is None:
+def sentinel_ids(
+    shards: ShardSet, tokenizer: str | Path | None, tokenizer_sha256: str | None = None
+) -> list[int]:
+    """Ids of `<extra_id_0>`, `<extra_id_1>`, ... in the shards' (checked) tokenizer: T5's
+    sentinels, which `cloze vocab --sentinels N` adds; UsageError when there are none."""
+    checked = checked_tokenizer(shards, tokenizer, tokenizer_sha256)
+    if checked is None:
         raise BadInputError(
             f"{shards.location}: T5's span corruption needs the tokenizer's sentinel ids; "
             "none ships with these shards, so pass tokenizer=DIR"
         )
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != shards.manifest.tokenizer_sha256:
-        raise BadInputError(
-            f"{where}: this tokenizer ({digest[:12]}) is not the one the shards were "
-            f"encoded with ({shards.manifest.tokenizer_sha256[:12]})"
-        )
-    tok, _, _ = _tokenizer_facts(data, where)
     ids: list[int] = []
-    while (found := tok.token_to_id(SENTINEL.format(len(ids)))) is not None:
+    while (found := checked.tokenizer.token_to_id(SENTINEL.format(len(ids)))) is not None:
         ids.append(found)
     if not ids:
         raise UsageError(
-            f"{where}: no sentinel tokens (<extra_id_0>, ...) for T5's span corruption; "
-            "train the vocabulary with cloze vocab --sentinels 100"
+            f"{checked.where}: no sentinel tokens (<extra_id_0>, ...) for T5's span "
+            "corruption; train the vocabulary with cloze vocab --sentinels 100"
         )
     return ids

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.config import GENERATIVE, ModelConfig, TrainConfig
 from clozeworks.trainer.models import build_model
 from clozeworks.trainer.models.bert import Encoder, init_weights
 
@@ -88,7 +88,7 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
         tokenizer = src.path
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{path}: no tokenizer.json (looked in {tokenizer})")
-    if config.model.family in ("gpt", "t5", "xlnet"):
+    if config.model.family in GENERATIVE:
         raise UsageError(
             f"{path} is a {config.model.family} model, with no BERT-style encoder to "
             "fine-tune; fine-tuning takes bert, roberta, albert or electra"
