@@ -4,13 +4,16 @@ The work is done by `sentencex` (Wikimedia's segmenter: Rust, ~300 languages, ru
 abbreviations, initials, decimals, ellipses and quotes). Measured once on the
 pragmatic-segmenter golden rules it got 37 of 37 right where our earlier regex splitter got
 28 (pysbd 36 but ~500x slower, nupunkt 33, blingfire 34), and it ran about 1.6x faster than
-the regex splitter; bench/shard/sentences.py compares it with the peers installed. Two
-things are added here:
+the regex splitter; bench/shard/sentences.py compares it with the peers installed.
 
-- a boundary is only accepted where whitespace separates the pieces, so identifiers such as
-  `os.path` or `self._rescale` in technical text are never cut in the middle of a word;
-- pieces are stripped and empty ones dropped, so joining the sentences with spaces gives
-  back every word of the text in order.
+sentencex only proposes where sentences start. The sentences themselves are slices of the
+original text, cut at positions in it, never the pieces sentencex returns: it can drop the
+whitespace between two pieces (a blank line between paragraphs that end without
+punctuation: "... GPL-2+" + "\\n\\n" + "Files: ..." comes back as two pieces with nothing
+between), so the pieces' edges do not tell whether a boundary lies between words. A cut is
+taken only where the original text has whitespace on one side of it, so an identifier such
+as `os.path` or `self._rescale` is never cut in the middle, and since the slices cover the
+text end to end, the sentences hold every word of it, in order, none glued to another.
 """
 
 from __future__ import annotations
@@ -21,22 +24,41 @@ DEFAULT_LANGUAGE = "en"
 
 
 def split_sentences(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """Sentences of `text` in order, stripped, none empty. Concatenation keeps every word.
+    """Sentences of `text` in order, stripped, none empty: `" ".join(...).split()` is
+    `text.split()`.
 
     `language` is an ISO 639 code; languages sentencex does not know fall back to its
     generic rules.
     """
-    out: list[str] = []
-    current = ""
-    for piece in sentencex.segment(language, text):
-        if current and piece and not current[-1].isspace() and not piece[0].isspace():
-            current += piece  # no whitespace at the boundary: inside a word, not a boundary
-            continue
-        stripped = current.strip()
-        if stripped:
-            out.append(stripped)
-        current = piece
-    stripped = current.strip()
-    if stripped:
-        out.append(stripped)
+    return cut_at(text, piece_starts(text, sentencex.segment(language, text)))
+
+
+def piece_starts(text: str, pieces: list[str]) -> list[int]:
+    """Where each piece starts in `text`. Pieces are substrings of the text in order, with
+    possibly something left out between them; a piece not found there is skipped (it
+    proposes no boundary)."""
+    starts = []
+    cursor = 0
+    for piece in pieces:
+        at = text.find(piece, cursor) if piece else -1
+        if at >= 0:
+            starts.append(at)
+            cursor = at + len(piece)
+    return starts
+
+
+def cut_at(text: str, starts: list[int]) -> list[str]:
+    """`text` cut at those of `starts` that have whitespace on one side, each slice
+    stripped, empty ones dropped."""
+    out = []
+    previous = 0
+    for at in starts:
+        if 0 < at < len(text) and (text[at - 1].isspace() or text[at].isspace()):
+            sentence = text[previous:at].strip()
+            if sentence:
+                out.append(sentence)
+            previous = at
+    last = text[previous:].strip()
+    if last:
+        out.append(last)
     return out

@@ -1,10 +1,12 @@
-"""Sentence splitting (sentencex plus our whitespace rule)."""
+"""Sentence splitting (sentencex's boundaries, cut at whitespace in the original text)."""
 
 import pytest
+import sentencex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clozeworks.corpus.text.sentences import split_sentences
+from clozeworks.corpus.text.sentences import cut_at, piece_starts, split_sentences
+from tests.corpus.text import real_documents
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,7 @@ from clozeworks.corpus.text.sentences import split_sentences
             ["Call os.path.join() here.", "Then self._rescale(exp) runs."],
         ),
         ("Para one ends here\n\nPara two starts", ["Para one ends here", "Para two starts"]),
+        ("Line one.\r\n\r\nLine\ttwo.\tThree", ["Line one.", "Line\ttwo.", "Three"]),
     ],
 )
 def test_hard_cases(text: str, sentences: list[str]) -> None:
@@ -44,8 +47,75 @@ def test_other_languages() -> None:
         "Das ist z. B. gut.",
         "Noch ein Satz!",
     ]
+    assert split_sentences("Это первое. А это второе?", "ru") == ["Это первое.", "А это второе?"]
 
 
-@given(st.text(alphabet=st.sampled_from('ab. ?!"\n\u201c\u201d()XY1'), max_size=200))
+def _words_kept(text: str, sentences: list[str]) -> bool:
+    return " ".join(sentences).split() == text.split()
+
+
+_DOCUMENTS = real_documents.documents()
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "text"), _DOCUMENTS, ids=[name for name, _, _ in _DOCUMENTS]
+)
+def test_real_documents_keep_every_word(name: str, language: str, text: str) -> None:
+    sentences = split_sentences(text, language)
+    assert _words_kept(text, sentences), name
+    assert all(s == s.strip() and s for s in sentences)
+    if len(text) > real_documents.LONG and language == "en":
+        assert len(sentences) > 100  # split, not one document-long sentence
+
+
+def test_the_segmenter_drops_whitespace_and_no_word_is_glued() -> None:
+    """The case of issue 38: past ~10 KB sentencex loses the blank line between two pieces
+    that end and start without whitespace ("GPL-2+" + "Files:" became "GPL-2+Files:")."""
+    paragraphs = [f"Heading {i} without a stop\n\nA sentence here. Another one" for i in range(400)]
+    text = "\n\n".join(paragraphs)
+    pieces = list(sentencex.segment("en", text))
+    assert sum(map(len, pieces)) < len(text)  # the segmenter really left whitespace out
+    sentences = split_sentences(text)
+    assert _words_kept(text, sentences)
+    assert "stop Heading" not in " ".join(sentences)
+    assert sum(s.startswith("Heading") for s in sentences) == 400
+
+
+_ALPHABET = st.sampled_from(list('ab. ?!"\n\r\t\u201c\u201d()XY1\u00e9\ud55c'))
+
+
+@given(st.text(alphabet=_ALPHABET, max_size=200))
 def test_every_word_kept_in_order(text: str) -> None:
-    assert " ".join(split_sentences(text)).split() == text.split()
+    assert _words_kept(text, split_sentences(text))
+
+
+@given(
+    st.text(alphabet=_ALPHABET, max_size=300),
+    st.lists(st.integers(min_value=-5, max_value=310), max_size=40),
+)
+def test_cuts_anywhere_keep_every_word(text: str, starts: list[int]) -> None:
+    """Whatever boundaries a segmenter proposes, in any order, past either end or with
+    anything dropped between its pieces, the words come out whole and in order."""
+    assert _words_kept(text, cut_at(text, starts))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet=st.sampled_from("abc.X"), min_size=1, max_size=12),
+            st.sampled_from(["", " ", "\n\n", ". ", "\r\n"]),
+        ),
+        max_size=30,
+    ),
+    st.data(),
+)
+def test_pieces_with_their_whitespace_dropped_are_found(parts, data) -> None:
+    """A segmenter that returns the text's pieces with the whitespace between them left
+    out, as sentencex does at a chunk's end: every piece is located at a place in the text
+    that holds it, and no word is glued across a dropped gap."""
+    text = "".join(word + gap for word, gap in parts)
+    pieces = [word + (gap if data.draw(st.booleans()) else "") for word, gap in parts]
+    starts = piece_starts(text, pieces)
+    assert len(starts) == len(pieces)
+    assert all(text.startswith(p, s) for p, s in zip(pieces, starts, strict=True))
+    assert _words_kept(text, cut_at(text, starts))
