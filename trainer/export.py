@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer import export_generative as gen
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
@@ -76,9 +77,7 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         hf.save_pretrained(tmp)
-        for f in tokenizer.iterdir():
-            if f.is_file():
-                shutil.copy2(f, tmp / f.name)
+        copy_tokenizer_files(tokenizer, tmp)
         _readable_by_all(tmp)
         shutil.rmtree(target, ignore_errors=True)
         tmp.replace(target)

@@ -31,6 +31,7 @@ from clozeworks.corpus.inspect.stages import (
     detect_kind,
     docs_summary,
     tokenizer_summary,
+    transformers_summary,
     unfinished_runs,
 )
 from clozeworks.corpus.inspect.text import render
@@ -63,8 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "path",
         metavar="PATH",
-        help="docs, tokenizer, shards or run directory; shards also by URL (https://, s3://, "
-        "gs://: downloaded into the shard cache first)",
+        help="docs, tokenizer, shards, run, fine-tuned or exported model directory; shards "
+        "also by URL (https://, s3://, gs://: downloaded into the shard cache first)",
     )
     p.add_argument(
         "--verify", action="store_true", help="also check every shard's sha256 (exit 1 if bad)"
@@ -102,6 +103,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         summary = docs_summary(path)
     elif kind == "tokenizer":
         summary = tokenizer_summary(path)
+    elif kind == "transformers":
+        if args.html:
+            raise UsageError("--html draws shard sets, document stores, tokenizers and runs")
+        summary = transformers_summary(path)
     elif kind in ("finetuned", "multitask"):
         if args.html:
             raise UsageError("--html draws shard sets, document stores, tokenizers and runs")

@@ -21,7 +21,9 @@ from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import MANIFEST_FILE
 
-KINDS = ("shards", "docs", "tokenizer", "run")
+KINDS = ("shards", "docs", "tokenizer", "run", "transformers")
+# What `save_pretrained` writes beside config.json: a directory with one is a model.
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 VOCAB_STATS_FILE = "vocab_stats.json"
 # stats.json keys read as drop reasons / duplicate figures (see docs/inspect.md).
 DROPPED_PREFIX = "dropped."
@@ -46,6 +48,8 @@ def detect_kind(path: Path) -> str:
             return "shards"
         if (path / STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
             return "docs"
+        if (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES):
+            return "transformers"
         if (path / TOKENIZER_FILE).is_file() or (path / "vocab.txt").is_file():
             return "tokenizer"
         if (path / "config.json").is_file() and (path / "metrics.jsonl").exists():
@@ -59,8 +63,8 @@ def detect_kind(path: Path) -> str:
             "or still running); run the stage again"
         )
     raise BadInputError(
-        f"{path}: not a document store, tokenizer, shard directory, training run or "
-        "fine-tuned model"
+        f"{path}: not a document store, tokenizer, shard directory, training run, "
+        "fine-tuned model or transformers model directory"
     )
 
 
@@ -231,6 +235,52 @@ def tokenizer_summary(path: Path) -> dict[str, Any]:
         },
         "vocab_stats": _read_optional_json(directory / VOCAB_STATS_FILE),
     }
+
+
+def transformers_summary(path: Path) -> dict[str, Any]:
+    """A transformers model directory (`cloze export`'s output): the class its config.json
+    names, the architecture, the task and label names of a fine-tuned export, the
+    tokenizer beside it, and an ELECTRA generator exported into `generator/`."""
+    config = _read_optional_json(path / "config.json")
+    if not isinstance(config, dict):
+        raise BadInputError(f"{path / 'config.json'}: expected a JSON object")
+    classes = config.get("architectures") or []
+    id2label = config.get("id2label") or {}
+    labels = [id2label[k] for k in sorted(id2label, key=int)] if _int_keys(id2label) else []
+    head = next((c for c in classes if "For" in c), "")
+    finetuned = any(head.endswith(f"For{t}") for t in FINETUNED_HEADS)
+    tokenizer_config = _read_optional_json(path / "tokenizer_config.json") or {}
+    generator = path / "generator" / "config.json"
+    return {
+        "kind": "transformers",
+        "path": str(path),
+        "class": classes[0] if classes else None,
+        "model_type": config.get("model_type"),
+        "model": {
+            "num_layers": config.get("num_hidden_layers", config.get("n_layer")),
+            "hidden_size": config.get("hidden_size", config.get("n_embd", config.get("d_model"))),
+            "vocab_size": config.get("vocab_size"),
+        },
+        "finetuned": finetuned,
+        "task": config.get("finetuning_task") if finetuned else None,
+        "problem_type": config.get("problem_type") if finetuned else None,
+        "labels": labels if finetuned else [],
+        "tokenizer": tokenizer_config.get("tokenizer_class")
+        if (path / TOKENIZER_FILE).is_file()
+        else None,
+        "generator": (_read_optional_json(generator) or {}).get("architectures", [None])[0]
+        if generator.is_file()
+        else None,
+        "files": sorted(f.name for f in path.iterdir() if f.is_file()),
+    }
+
+
+# The heads `cloze export` writes for a fine-tuned model (trainer/finetune/export.py).
+FINETUNED_HEADS = ("SequenceClassification", "TokenClassification", "QuestionAnswering")
+
+
+def _int_keys(mapping: dict[str, Any]) -> bool:
+    return all(isinstance(k, str) and k.lstrip("-").isdigit() for k in mapping)
 
 
 def _strip_marker(token: str, special: Any) -> str:

@@ -22,6 +22,7 @@ def render(summary: dict[str, Any]) -> str:
         "run": _run,
         "finetuned": _finetuned,
         "multitask": _multitask,
+        "transformers": _transformers,
     }[kind](summary)
     for problem in summary.get("problems", []):
         where = problem.get("shard") or problem.get("file") or "?"
@@ -297,4 +298,20 @@ def _multitask(s: dict[str, Any]) -> list[str]:
         if s.get("finetuned_dev"):
             line += f"; after fine-tuning alone {_scores(s['finetuned_dev'].get(task))}"
         lines.append(line)
+    return lines
+
+
+def _transformers(s: dict[str, Any]) -> list[str]:
+    model = s["model"]
+    lines = [
+        f"  {s['class']} ({s['model_type']}), {model['num_layers']} layers, hidden "
+        f"{model['hidden_size']}, vocab {model['vocab_size']}",
+        f"  tokenizer {s['tokenizer'] or 'none'}",
+    ]
+    if s["finetuned"]:
+        problem = f", {s['problem_type']}" if s.get("problem_type") else ""
+        lines.append(f"  fine-tuned for task {s['task'] or '?'}{problem}")
+        lines.append(f"  labels {', '.join(map(str, s['labels']))}")
+    if s.get("generator"):
+        lines.append(f"  generator/: {s['generator']}")
     return lines

@@ -431,6 +431,24 @@ def copy_tokenizer_dir(info: TokenizerInfo, directory: str | Path) -> None:
         shutil.copyfile(src, out / TOKENIZER_FILE)
 
 
+def copy_tokenizer_files(src: Path, dest: Path) -> list[str]:
+    """Copy the tokenizer files of directory `src` (`DIRECTORY_FILES`, nothing else: a
+    transformers directory also holds config.json and the weights) into `dest`; returns
+    the names copied. A name `dest` already holds is a BadInputError, never replaced: a
+    model directory gets its tokenizer beside what `save_pretrained` wrote."""
+    dest.mkdir(parents=True, exist_ok=True)
+    names = [name for name in DIRECTORY_FILES if (src / name).is_file()]
+    for name in names:
+        if (dest / name).exists():
+            raise BadInputError(
+                f"{dest / name}: written already, and the tokenizer {src} has a file of that "
+                "name too; one would overwrite the other"
+            )
+    for name in names:
+        shutil.copyfile(src / name, dest / name)
+    return names
+
+
 def parse_token_counts(data: bytes, vocab_size: int, where: str) -> list[int]:
     """The `counts` of a token_counts.json; BadInputError naming `where` if it is not one
     count per id of a `vocab_size` vocabulary."""

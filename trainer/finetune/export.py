@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.export import (
@@ -35,10 +36,15 @@ def _layout(config: TrainConfig) -> str:
 
 
 def to_transformers_task(
-    model: TaskModel, config: TrainConfig, spec_labels: tuple[str, ...]
+    model: TaskModel,
+    config: TrainConfig,
+    spec_labels: tuple[str, ...],
+    task_name: str | None = None,
 ) -> Any:
     """A transformers model with `model`'s weights: `...ForSequenceClassification` (empty
-    `spec_labels`: regression) or, for a TokenModel, `...ForTokenClassification`."""
+    `spec_labels`: regression) or, for a TokenModel, `...ForTokenClassification`.
+    `task_name` goes into the config's `finetuning_task` (transformers' own field for it),
+    where `cloze inspect` reads it back."""
     try:
         import transformers as tf
     except ImportError:
@@ -78,6 +84,7 @@ def to_transformers_task(
         labels = labels or ("score",)
         problem = {"problem_type": "regression" if regression else "single_label_classification"}
     task = dict(
+        finetuning_task=task_name,
         num_labels=model.outputs,
         id2label=dict(enumerate(labels)),
         label2id={name: i for i, name in enumerate(labels)},
@@ -115,13 +122,11 @@ def export_finetuned(directory: Path, output: Path) -> Path:
     from clozeworks.trainer.finetune.store import load
 
     tuned = load(directory)
-    hf = to_transformers_task(tuned.model, tuned.config, tuned.spec.labels)
+    hf = to_transformers_task(tuned.model, tuned.config, tuned.spec.labels, tuned.spec.name)
     tmp = output.with_name(f".{output.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     hf.save_pretrained(tmp)
-    for f in tuned.tokenizer.iterdir():
-        if f.is_file():
-            shutil.copy2(f, tmp / f.name)
+    copy_tokenizer_files(tuned.tokenizer, tmp)
     _readable_by_all(tmp)
     shutil.rmtree(output, ignore_errors=True)
     tmp.replace(output)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
@@ -27,6 +28,7 @@ from clozeworks.trainer.models import build_encoder
 FINETUNE_FILE = "finetune.json"
 EVAL_FILE = "eval.json"
 WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_DIR = "tokenizer"
 VERSION = 1
 
 
@@ -58,10 +60,9 @@ def save(
     tmp.mkdir(parents=True)
     state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     save_file(state, str(tmp / WEIGHTS_FILE))
-    (tmp / "tokenizer").mkdir()
-    for f in tokenizer.iterdir():
-        if f.is_file():
-            shutil.copy2(f, tmp / "tokenizer" / f.name)
+    # Tokenizer files only: a transformers source directory also holds its config.json and
+    # weights, which an export would otherwise write over the fine-tuned model's.
+    copy_tokenizer_files(tokenizer, tmp / TOKENIZER_DIR)
     payload = {
         "version": VERSION,
         "task": spec.to_json(),
@@ -98,7 +99,7 @@ def load(path: Path) -> Finetuned:
             f"{path / WEIGHTS_FILE}: does not fit the model in {FINETUNE_FILE} "
             f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
         )
-    return Finetuned(model.eval(), config, spec, path / "tokenizer", raw)
+    return Finetuned(model.eval(), config, spec, path / TOKENIZER_DIR, raw)
 
 
 def record_eval(path: Path, split: str, scores: dict[str, Any]) -> Path:

@@ -34,35 +34,6 @@ def write_sst2(directory, seed: int, rows: int) -> None:
         (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def tiny_run(nsp_shards, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pretrained")
-    config = tmp / "small.toml"
-    config.write_text(
-        "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n"
-        "[optim]\nwarmup_steps = 1\n",
-        encoding="utf-8",
-    )
-    run = tmp / "run"
-    args = ["train", "--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
-    assert (
-        main(
-            [
-                *args,
-                "--objective",
-                "mlm,nsp",
-                "--max-steps",
-                "2",
-                "--batch-size",
-                "4",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
-    return run
-
-
 def test_finetune_learns_a_separable_task_and_evaluate_agrees(tiny_run, tmp_path, capsys) -> None:
     data, out = tmp_path / "sst2", tmp_path / "tuned"
     write_sst2(data, seed=0, rows=240)
