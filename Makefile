@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # `clozeworks.*` names map onto the top-level folders, and mypy can follow links where it
 # cannot follow an import hook). A module added, moved or removed needs a new tree, so the
 # stamp's name carries a checksum of the list of modules.
-MODULES := $(shell find cloze corpus pipelines schemas trainer -name '*.py' | sort | cksum | cut -d' ' -f1)
+MODULES := $(shell find clozeworks corpus pipelines schemas trainer -name '*.py' | sort | cksum | cut -d' ' -f1)
 STAMP := $(VENV)/.installed-$(MODULES)
 
 .PHONY: demo test test-all lint bench clean-venv

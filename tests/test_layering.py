@@ -1,6 +1,6 @@
 """docs/design.md's layering, checked on every import in the tree (lazy ones included):
-`cloze -> pipelines, trainer -> corpus -> schemas`, and inside corpus/ each stage reaches
-only the stages below it."""
+`clozeworks (the cli) -> pipelines, trainer -> corpus -> schemas`, and inside corpus/ each
+stage reaches only the stages below it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_OF = {
-    "cloze": "clozeworks",
+    "clozeworks": "clozeworks",
     "corpus": "clozeworks.corpus",
     "pipelines": "clozeworks.pipelines",
     "schemas": "clozeworks.schemas",
@@ -30,7 +30,7 @@ ALLOWED = {
     "corpus.inspect": {"schemas", "corpus.shards", "corpus.vocab", "corpus.text"},
     "pipelines": {"schemas", "corpus"},
     "trainer": {"schemas", "corpus"},
-    "cloze": {"schemas", "corpus", "pipelines", "trainer"},
+    "cli": {"schemas", "corpus", "pipelines", "trainer"},
 }
 # Third-party packages a room must not need: corpus/ is usable without Beam, the trainer
 # never starts a pipeline.
@@ -43,7 +43,7 @@ def _room(module: str) -> str | None:
     if parts[0] != "clozeworks":
         return None
     if len(parts) == 1 or parts[1] not in ("corpus", "pipelines", "schemas", "trainer"):
-        return "cloze"
+        return "cli"
     if parts[1] == "corpus" and len(parts) > 2:
         return f"corpus.{parts[2]}"
     return parts[1]
@@ -107,4 +107,4 @@ def test_the_rules_can_fail() -> None:
     assert not _covers(_allowed("corpus.shards"), "corpus.inspect")
     assert not _covers(_allowed("corpus"), "pipelines")
     assert _room("clozeworks.trainer.data.loader") == "trainer"
-    assert _room("clozeworks.cli") == "cloze"
+    assert _room("clozeworks.cli") == "cli"

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"cloze": "clozeworks", "corpus": "clozeworks/corpus"}
+FOLDERS = {"clozeworks": "clozeworks", "corpus": "clozeworks/corpus"}
 FOLDERS |= {name: f"clozeworks/{name}" for name in ("pipelines", "schemas", "trainer")}
 
 

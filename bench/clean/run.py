@@ -89,7 +89,7 @@ def main() -> None:
     docs = write_pages(raw, args.mb)
     size_mb = raw.stat().st_size / (1 << 20)
     print(f"corpus: {docs} documents, {size_mb:.0f} MB; {os.cpu_count()} cores, shared")
-    cloze = [sys.executable, "-m", "cloze", "clean", "--input", str(raw), "--id-field", "id"]
+    cloze = [sys.executable, "-m", "clozeworks", "clean", "--input", str(raw), "--id-field", "id"]
     cloze += ["--output", str(work / "ours"), "--filters", args.filters]
     ours_s, ours_rss = run_child(cloze)
     stats = json.loads((work / "ours" / "stats.json").read_text())

@@ -208,7 +208,7 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-m",
-            "cloze",
+            "clozeworks",
             "dedup",
             "--input",
             str(work / "docs"),

@@ -95,7 +95,7 @@ def main() -> None:
         f"corpus: {docs} documents ({raw.stat().st_size / 2**20:.0f} MB); "
         f"{os.cpu_count()} cores, shared with other jobs"
     )
-    cloze = [sys.executable, "-m", "cloze"]
+    cloze = [sys.executable, "-m", "clozeworks"]
     subprocess.run(
         [*cloze, "clean", "--input", str(raw), "--output", str(work / "clean"), "--id-field", "id"],
         check=True,

@@ -151,7 +151,7 @@ def main() -> None:
     hf_dir = make_model(work, args.preset, rows)
     print(f"{args.preset}, {len(rows)} examples, batch {args.batch_size}, {os.cpu_count()} cores")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    ours_cmd = [sys.executable, "-m", "cloze", "finetune", "--run", str(hf_dir)]
+    ours_cmd = [sys.executable, "-m", "clozeworks", "finetune", "--run", str(hf_dir)]
     ours_cmd += ["--task", str(work / "task.toml"), "--data", str(data)]
     ours_cmd += ["--output", str(work / "ours"), "--epochs", "1", "--no-progress"]
     ours_cmd += ["--batch-size", str(args.batch_size), "--device", "cpu"]

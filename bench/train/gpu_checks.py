@@ -30,7 +30,7 @@ from safetensors.torch import load_file
 
 
 def cloze(*args: str) -> list[str]:
-    return [sys.executable, "-m", "cloze", *args]
+    return [sys.executable, "-m", "clozeworks", *args]
 
 
 def train_args(data: str, run: Path, steps: int, device: str, *extra: str) -> list[str]:

@@ -55,7 +55,7 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
         "--nproc-per-node",
         "2",
         "-m",
-        "cloze",
+        "clozeworks",
         "train",
         "--data",
         str(nsp_shards),
@@ -99,7 +99,7 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
 
 def torchrun(nproc: int, args: list[str]) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += ["--nproc-per-node", str(nproc), "-m", "cloze", "train", *args]
+    command += ["--nproc-per-node", str(nproc), "-m", "clozeworks", "train", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 

@@ -59,7 +59,7 @@ def test_kill_and_resume_matches_uninterrupted(shards_dir, tmp_path) -> None:
 
     broken = tmp_path / "broken"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cloze", *train_args(shards_dir, broken)],
+        [sys.executable, "-m", "clozeworks", *train_args(shards_dir, broken)],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
     )
@@ -93,7 +93,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_usable(
     args[args.index("--save-every") + 1] = "1"
     args[args.index("--max-steps") + 1] = "6"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cloze", *args],
+        [sys.executable, "-m", "clozeworks", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
     )

@@ -135,10 +135,10 @@ def test_inspect_verify_names_damaged_shards(shards_dir, tmp_path, capsys) -> No
     assert f"BAD {names[1]}: file is missing" in out
 
 
-def test_python_dash_m_cloze_works() -> None:
+def test_python_dash_m_clozeworks_works_from_the_checkout() -> None:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "cloze", "--help"], cwd=root, capture_output=True, text=True
+        [sys.executable, "-m", "clozeworks", "--help"], cwd=root, capture_output=True, text=True
     )
     assert done.returncode == 0 and "demo" in done.stdout
 

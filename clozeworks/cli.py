@@ -1,6 +1,6 @@
 """`cloze VERB ...`: parse flags, call into pipelines/ and trainer/, turn errors into one line.
 
-Every verb lives in `cloze/commands/<verb>.py` with `add_arguments(parser)` and
+Every verb lives in `clozeworks/commands/<verb>.py` with `add_arguments(parser)` and
 `run(args, beam_argv) -> int`. Verbs that run Beam pipelines accept flags they do not know
 and hand them to Beam's PipelineOptions; the others refuse unknown flags.
 """
