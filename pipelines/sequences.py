@@ -40,8 +40,6 @@ from clozeworks.pipelines.counters import counter
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.errors import BadInputError
 
-PACKED_MODES = ("full-sentences", "doc-sentences", "single")
-PAIR_MODES = ("nsp", "sop", "sso")
 # Documents per group that random segments are drawn from (nsp, sso), or that are packed
 # as one stream (full-sentences): large enough that a draw from the group is as good as a
 # draw from the corpus and that a stream breaks once in 2048 documents, small enough to

@@ -45,17 +45,13 @@ from clozeworks.pipelines.documents_io import (
 from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
 from clozeworks.pipelines.progress import Bar, Tally, pipeline_progress
 from clozeworks.pipelines.runner import run_pipeline
-from clozeworks.pipelines.sequences import (
-    PACKED_MODES,
-    PAIR_MODES,
-    BuildInstances,
-    InstanceSettings,
-)
+from clozeworks.pipelines.sequences import BuildInstances, InstanceSettings
 from clozeworks.pipelines.shuffle import Shuffle
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.schemas.manifest import SHARD_MODES, TOKENIZER_DIR, Manifest, ShardInfo
+from clozeworks.schemas.kinds import MASK_KINDS, PACKED_MODES, PAIR_MODES, SHARD_MODES
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, ShardInfo
 from clozeworks.schemas.manifest import token_dtype_for as _dtype
-from clozeworks.schemas.masking import MASK_KINDS, MaskingSettings
+from clozeworks.schemas.masking import MaskingSettings
 
 if TYPE_CHECKING:
     from clozeworks.corpus.shards.premask import StaticMasker

@@ -5,16 +5,15 @@ The contract between clozeworks' parts. Imports nothing from the rest of the pro
 
 from clozeworks.schemas.documents import DOCUMENT, DOCUMENT_FIELDS, STATS_FILE
 from clozeworks.schemas.errors import BadInputError, ClozeError, SchemaError, UsageError
+from clozeworks.schemas.kinds import MASK_KINDS, PAIR_MODES, SHARD_MODES
 from clozeworks.schemas.manifest import (
     FORMAT_VERSION,
     MANIFEST_FILE,
-    PAIR_MODES,
-    SHARD_MODES,
     Manifest,
     ShardInfo,
     read_manifest,
 )
-from clozeworks.schemas.masking import MASK_KINDS, MaskingSettings
+from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
 
 __all__ = [

@@ -10,9 +10,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, SchemaError
+from clozeworks.schemas.kinds import PAIR_MODES, SHARD_MODES, ShardMode
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.validate import Fields
 
@@ -22,16 +23,6 @@ MANIFEST_FILE = "manifest.json"
 # A copy of the tokenizer the shards were encoded with, so a shard set is self-contained.
 TOKENIZER_DIR = "tokenizer"
 
-ShardMode = Literal["nsp", "sop", "sso", "full-sentences", "doc-sentences", "single"]
-SHARD_MODES: tuple[ShardMode, ...] = (
-    "nsp",
-    "sop",
-    "sso",
-    "full-sentences",
-    "doc-sentences",
-    "single",
-)
-PAIR_MODES: tuple[ShardMode, ...] = ("nsp", "sop", "sso")
 TOKEN_DTYPES = ("uint16", "uint32")
 SPECIAL_ROLES = ("pad", "unk", "cls", "sep", "mask")
 

@@ -9,13 +9,12 @@ A.1) masks n-grams of up to 3 words with p(n) proportional to 1/n.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from clozeworks.schemas.errors import SchemaError
+from clozeworks.schemas.kinds import MASK_KINDS, MaskKind
 from clozeworks.schemas.validate import Fields
 
-MaskKind = Literal["token", "wwm", "span", "ngram"]
-MASK_KINDS: tuple[MaskKind, ...] = ("token", "wwm", "span", "ngram")
 # How the 10% random replacements are drawn: uniformly over the vocabulary (BERT's and
 # ALBERT's create_pretraining_data.py) or by corpus frequency (SpanBERT's masking.py).
 REPLACEMENTS = ("uniform", "frequency")

@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
 
-FAMILIES = ("bert", "roberta", "albert", "electra", "gpt", "t5", "xlnet")
 # Families that are not BERT-style encoders: each trains its own objective alone.
 GENERATIVE = {"gpt": "clm", "t5": "t5", "xlnet": "plm"}
 SHARING = ("none", "all", "attention", "ffn")
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5", "plm")
-SENTENCE_OBJECTIVES = ("nsp", "sop", "sso")
 
 _MODEL_COUNTS = (
     "vocab_size",

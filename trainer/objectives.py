@@ -29,9 +29,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.batch_index import IGNORE_INDEX, PACKING, flat_index
-from clozeworks.trainer.config import GENERATIVE, SENTENCE_OBJECTIVES, ModelConfig, TrainConfig
+from clozeworks.trainer.config import GENERATIVE, ModelConfig, TrainConfig
 from clozeworks.trainer.data.targets import check_running_text
 from clozeworks.trainer.models.bert import Encoder, init_weights, padded_vocab
 

@@ -19,8 +19,7 @@ from clozeworks.corpus.shards.instances import PACKING_RULES
 from clozeworks.corpus.shards.pairs import PAIR_RULES, SHORT_SEQ_PROB
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.pipelines.shard import ShardConfig, run_shard
-from clozeworks.schemas.manifest import SHARD_MODES
-from clozeworks.schemas.masking import MASK_KINDS
+from clozeworks.schemas.kinds import MASK_KINDS, SHARD_MODES
 
 HELP = "docs + tokenizer -> shards"
 BEAM = True

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.kinds import MASK_KINDS
 from clozeworks.trainer.config import (
     MODEL_PRESETS,
     OPTIM_PRESETS,
@@ -88,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="train even if the warm-up lasts the whole run",
     )
-    p.add_argument("--masking", choices=["token", "wwm", "span", "ngram"], help="dynamic masking")
+    p.add_argument("--masking", choices=MASK_KINDS, help="dynamic masking")
     p.add_argument("--save-every", type=int)
     p.add_argument("--keep", type=int, help="committed checkpoints to keep")
     p.add_argument("--log-every", type=int)

@@ -17,8 +17,8 @@ from clozeworks.corpus.shards.npy import load_npy_readonly
 from clozeworks.corpus.shards.readahead import ReadAhead
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, TokenizerInfo, load_tokenizer
 from clozeworks.schemas.errors import BadInputError, ClozeError
+from clozeworks.schemas.kinds import PAIR_MODES
 from clozeworks.schemas.manifest import (
-    PAIR_MODES,
     TOKENIZER_DIR,
     Manifest,
     ShardInfo,

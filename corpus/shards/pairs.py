@@ -51,8 +51,8 @@ from clozeworks.corpus.shards import keys as rk
 from clozeworks.corpus.shards import ranges
 from clozeworks.corpus.shards.instances import Specials
 from clozeworks.corpus.shards.tokenize import TokenizedBatch
+from clozeworks.schemas.kinds import PAIR_MODES
 
-PAIR_MODES = ("nsp", "sop", "sso")
 # How many classes each mode's label has (see docs/design.md for their meaning).
 NUM_LABELS = {"nsp": 2, "sop": 2, "sso": 3}
 SHORT_SEQ_PROB = 0.1  # BERT's default

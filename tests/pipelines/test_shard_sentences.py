@@ -16,8 +16,9 @@ import pytest
 from clozeworks.corpus.shards.blocks import iter_blocks
 from clozeworks.corpus.text.sentences import split_sentences
 from clozeworks.corpus.vocab.train import load_tokenizer
-from clozeworks.pipelines.shard import PACKED_MODES, PAIR_MODES, ShardConfig, run_shard
+from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.schemas.documents import DOCUMENT
+from clozeworks.schemas.kinds import PACKED_MODES, PAIR_MODES
 from clozeworks.schemas.manifest import read_manifest
 from tests.corpus.text import real_documents
 

@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.kinds import OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
@@ -50,7 +51,6 @@ from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Ite
 
 MaskingConfig = MaskingSettings
 
-OBJECTIVES = ("mlm", "nsp", "sop", "sso", "sbo", "wso", "rtd", "clm", "t5", "plm")
 STATE_VERSION = 1
 
 

@@ -26,6 +26,7 @@ import torch
 from clozeworks.corpus.shards.counter_rng import random_bits
 from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.kinds import PACKED_MODES
 from clozeworks.schemas.manifest import Manifest
 
 NOISE_DENSITY = 0.15
@@ -41,7 +42,6 @@ PAD_MULTIPLE = 8
 # Objectives whose targets are made here or in trainer.data.permutation, from running text:
 # the shard modes that hold it (no pairs).
 OWN_TARGETS = ("clm", "t5", "plm")
-PACKED_MODES = ("full-sentences", "doc-sentences", "single")
 
 
 def check_running_text(objectives: tuple[str, ...], manifest: Manifest, source: str) -> None:

@@ -24,7 +24,8 @@ from clozeworks.corpus.vocab.train import (
     save_tokenizer,
     train_tokenizer,
 )
-from clozeworks.schemas.manifest import PAIR_MODES, TOKENIZER_DIR, Manifest, token_dtype_for
+from clozeworks.schemas.kinds import PAIR_MODES
+from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, token_dtype_for
 from clozeworks.schemas.masking import MaskingSettings
 
 UNK_PROB = 0.003

@@ -1,0 +1,29 @@
+"""The names a setting may take, each written once as a `Literal` type; the tuples beside
+them are derived from it (`typing.get_args`) for choices, messages and validation."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# Shard modes (docs/design.md, "Shard modes"): sentence pairs with a label, or sequences
+# packed from documents.
+PairMode = Literal["nsp", "sop", "sso"]
+PackedMode = Literal["full-sentences", "doc-sentences", "single"]
+ShardMode = Literal[PairMode, PackedMode]
+PAIR_MODES: tuple[PairMode, ...] = get_args(PairMode)
+PACKED_MODES: tuple[PackedMode, ...] = get_args(PackedMode)
+SHARD_MODES: tuple[ShardMode, ...] = get_args(ShardMode)
+
+# Masking schemes: BERT's tokens and whole words, SpanBERT's spans, ALBERT's n-grams.
+MaskKind = Literal["token", "wwm", "span", "ngram"]
+MASK_KINDS: tuple[MaskKind, ...] = get_args(MaskKind)
+
+# Pretraining objectives; the sentence ones read a pair shard's label.
+SentenceObjective = Literal["nsp", "sop", "sso"]
+Objective = Literal["mlm", SentenceObjective, "sbo", "wso", "rtd", "clm", "t5", "plm"]
+SENTENCE_OBJECTIVES: tuple[SentenceObjective, ...] = get_args(SentenceObjective)
+OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
+
+# Model families the trainer builds (trainer/families.py registers each).
+FamilyName = Literal["bert", "roberta", "albert", "electra", "gpt", "t5", "xlnet"]
+FAMILIES: tuple[FamilyName, ...] = get_args(FamilyName)
