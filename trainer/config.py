@@ -1,9 +1,8 @@
 """Training configuration: typed dataclasses with the papers' defaults, and the presets.
 
-Sizes are the BERT paper's (Devlin et al. 2019; the small sizes from Turc et al. 2019's
-"Well-Read Students" table): the feed-forward width is always 4 x hidden. ALBERT's from Lan
-et al. 2020 (table 1), ELECTRA's from Clark et al. 2020 (table 6), RoBERTa's optimizer from
-Liu et al. 2019 (table 9).
+Each section is the table of the same name in a config file; the presets (model sizes) are
+in trainer/presets.py, each family's optimizer and masking in its registry entry
+(trainer/families.py).
 
 A config file (TOML or JSON) overrides any field: top-level keys, and the tables `[model]`,
 `[optim]`, `[masking]` and `[phase2]`.
@@ -23,8 +22,6 @@ from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
 
-# Families that are not BERT-style encoders: each trains its own objective alone.
-GENERATIVE = {"gpt": "clm", "t5": "t5", "xlnet": "plm"}
 SHARING = ("none", "all", "attention", "ffn")
 
 _MODEL_COUNTS = (
@@ -215,29 +212,6 @@ class OptimConfig:
             _between(self, "optim", "warmup_ratio", 0.0, 1.0, high_open=True)
 
 
-OPTIM_PRESETS: dict[str, OptimConfig] = {
-    "bert": OptimConfig(),
-    # RoBERTa: beta2 0.98 for stability with large batches, eps 1e-6, 24k warm-up, peak 6e-4.
-    "roberta": OptimConfig(lr=6e-4, beta2=0.98, eps=1e-6, warmup_steps=24_000),
-    # ALBERT: LAMB at 0.00176 for batch 4096, 3125 warm-up steps (section 4.1).
-    "albert": OptimConfig(name="lamb", lr=0.00176, warmup_steps=3125, eps=1e-6),
-    # ELECTRA-small: 5e-4, 10k warm-up (table 6; base uses 2e-4).
-    "electra": OptimConfig(lr=5e-4, warmup_steps=10_000),
-    # GPT (Radford et al. 2018, section 4.1): Adam at 2.5e-4 warmed up over 2000 steps
-    # (GPT-2 tuned the rate per size and did not publish it), weight decay 0.01.
-    "gpt": OptimConfig(lr=2.5e-4, beta2=0.999, eps=1e-8, warmup_steps=2000),
-    # T5 pretrained with Adafactor at 0.01 after 10k warm-up steps (section 3.1.2); with
-    # AdamW, 1e-3 is the rate transformers' T5 examples use.
-    "t5": OptimConfig(lr=1e-3, eps=1e-8, weight_decay=0.0, warmup_steps=10_000),
-    # XLNet-Large (Yang et al. 2019, table 7): Adam 4e-4, eps 1e-6, 40k warm-up, linear
-    # decay, weight decay 0.01.
-    "xlnet": OptimConfig(lr=4e-4, eps=1e-6, warmup_steps=40_000),
-}
-# XLNet predicts 1/K of the tokens (K = 6), chosen as whole-word n-grams of up to 5 words
-# with p(n) proportional to 1/n (its data_utils._sample_mask).
-XLNET_MASKING = MaskingSettings(kind="ngram", prob=1 / 6, ngram_max=5)
-
-
 @dataclass(frozen=True)
 class Phase2Config:
     """BERT's second phase: from `start_step` on, read `data` (length 512) at `batch_size`."""
@@ -423,118 +397,6 @@ def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:
     # A run's own config.json names its data; those keys are not settings.
     data = {k: v for k, v in data.items() if k not in ("data", "tokenizer")}
     return merge(base, data, str(path))
-
-
-def _bert(layers: int, hidden: int, heads: int, **kw: Any) -> ModelConfig:
-    return ModelConfig(
-        num_layers=layers,
-        hidden_size=hidden,
-        num_heads=heads,
-        intermediate_size=4 * hidden,
-        **kw,
-    )
-
-
-MODEL_PRESETS: dict[str, tuple[ModelConfig, str]] = {
-    "bert-tiny": (_bert(2, 128, 2), "bert"),
-    "bert-mini": (_bert(4, 256, 4), "bert"),
-    "bert-small": (_bert(4, 512, 8), "bert"),
-    "bert-medium": (_bert(8, 512, 8), "bert"),
-    "bert-base": (_bert(12, 768, 12), "bert"),
-    "bert-large": (_bert(24, 1024, 16), "bert"),
-    "roberta-base": (_bert(12, 768, 12, family="roberta", type_vocab_size=0), "roberta"),
-    "roberta-large": (_bert(24, 1024, 16, family="roberta", type_vocab_size=0), "roberta"),
-    "albert-base": (_bert(12, 768, 12, family="albert", embedding_size=128, share="all"), "albert"),
-    "albert-large": (
-        _bert(24, 1024, 16, family="albert", embedding_size=128, share="all"),
-        "albert",
-    ),
-    "electra-small": (
-        _bert(12, 256, 4, family="electra", embedding_size=128, generator_fraction=0.25),
-        "electra",
-    ),
-    "electra-base": (
-        _bert(12, 768, 12, family="electra", embedding_size=768, generator_fraction=1 / 3),
-        "electra",
-    ),
-}
-
-
-def _gpt2(layers: int, hidden: int, heads: int) -> ModelConfig:
-    """GPT-2's layout (Radford et al. 2019, section 2.3): pre-LN with a final LayerNorm,
-    1024 learned positions, no token types, no dropout change from GPT's 0.1."""
-    return _bert(
-        layers,
-        hidden,
-        heads,
-        family="gpt",
-        type_vocab_size=0,
-        max_position=1024,
-        layer_norm_eps=1e-5,
-        pre_ln=True,
-    )
-
-
-def _t5(layers: int, hidden: int, heads: int, ff: int) -> ModelConfig:
-    """T5 v1.1 (gated-GELU feed-forward of width `ff`, heads of 64, RMS norm, no biases,
-    untied output layer; no dropout in pretraining, as the v1.1 release notes say)."""
-    return ModelConfig(
-        family="t5",
-        num_layers=layers,
-        hidden_size=hidden,
-        num_heads=heads,
-        head_size=64,
-        intermediate_size=ff,
-        type_vocab_size=0,
-        dropout=0.0,
-        attention_dropout=0.0,
-        layer_norm_eps=1e-6,
-        initializer_range=1.0,  # T5's initializer_factor: widths scale the rest
-    )
-
-
-MODEL_PRESETS.update(
-    {
-        "gpt2-small": (_gpt2(12, 768, 12), "gpt"),
-        "t5-small": (_t5(8, 512, 6, 1024), "t5"),
-        "t5-base": (_t5(12, 768, 12, 2048), "t5"),
-        # XLNet-Base: BERT-Base's sizes, no absolute positions, LayerNorm eps 1e-12.
-        "xlnet-base": (_bert(12, 768, 12, family="xlnet", type_vocab_size=0), "xlnet"),
-    }
-)
-
-# The objectives each family trains with in its paper.
-DEFAULT_OBJECTIVES = {
-    "bert": ("mlm", "nsp"),
-    "roberta": ("mlm",),
-    "albert": ("mlm", "sop"),
-    "electra": ("mlm", "rtd"),
-    "gpt": ("clm",),
-    "t5": ("t5",),
-    "xlnet": ("plm",),
-}
-
-
-def preset(name: str) -> TrainConfig:
-    """The TrainConfig of preset `name`; UsageError listing the presets otherwise.
-
-    Objectives default to MLM only (the demo's shards have no sentence pairs); ELECTRA's are
-    MLM (its generator) and RTD. ELECTRA masks 15% and replaces every chosen token with
-    [MASK] 85% of the time, keeping it otherwise (no random replacement: the generator
-    supplies the replacements).
-    """
-    if name not in MODEL_PRESETS:
-        raise UsageError(f"unknown preset {name!r}; choose from {', '.join(MODEL_PRESETS)}")
-    model, optim = MODEL_PRESETS[name]
-    config = TrainConfig(model=model, optim=OPTIM_PRESETS[optim])
-    if model.family == "electra":
-        masking = MaskingSettings(mask_ratio=0.85, random_ratio=0.0)
-        config = replace(config, objectives=("mlm", "rtd"), masking=masking)
-    if model.family in GENERATIVE:
-        config = replace(config, objectives=(GENERATIVE[model.family],))
-    if model.family == "xlnet":
-        config = replace(config, masking=XLNET_MASKING)
-    return config
 
 
 def override(config: TrainConfig, section: str, **values: Any) -> TrainConfig:

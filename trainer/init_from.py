@@ -24,9 +24,9 @@ from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.checkpoint import committed_steps, intact_problem, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
+from clozeworks.trainer.families import TRANSFORMERS_ROOTS, hf_weights, transformers_family
 
 REPORT_FILE = "init.json"
-_ROOTS = ("bert", "roberta", "roberta_prelayernorm", "albert", "electra")
 
 
 @dataclass
@@ -85,15 +85,16 @@ def model_config(path: str | Path, current: ModelConfig) -> tuple[ModelConfig, l
         theirs = load_config_file(run / "config.json", TrainConfig()).model
         return theirs, []
     hf = _json(src.path / "config.json")
-    family, pre_ln = _family(hf, src.path)
+    family, pre_ln = transformers_family(hf, src.path)
     notes = []
     act = hf.get("hidden_act", "gelu")
     if act != "gelu":
         notes.append(f"the source uses {act}; trained here with exact gelu")
-    offset = hf.get("pad_token_id", 1) + 1 if family == "roberta" or pre_ln else 0
+    # RobertaPreLayerNorm numbers positions from pad_token_id + 1 (RoBERTa's own too).
+    offset = hf.get("pad_token_id", 1) + 1 if pre_ln else 0
     arch = replace(
         current,
-        family=family,
+        family=family.name,
         pre_ln=pre_ln,
         vocab_size=hf["vocab_size"],
         hidden_size=hf["hidden_size"],
@@ -101,22 +102,12 @@ def model_config(path: str | Path, current: ModelConfig) -> tuple[ModelConfig, l
         num_heads=hf["num_attention_heads"],
         intermediate_size=hf["intermediate_size"],
         max_position=hf["max_position_embeddings"] - offset,
-        type_vocab_size=0 if family == "roberta" else hf.get("type_vocab_size", 2),
+        type_vocab_size=hf.get("type_vocab_size", 2),
         layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
-        embedding_size=hf.get("embedding_size") if family in ("albert", "electra") else None,
+        embedding_size=None,
     )
-    if family == "albert":
-        groups, layers = hf.get("num_hidden_groups", 1), hf["num_hidden_layers"]
-        if hf.get("inner_group_num", 1) != 1 or groups not in (1, layers):
-            raise BadInputError(
-                f"{src.path}: ALBERT with {groups} groups of {hf.get('inner_group_num')} "
-                "layers; this trainer shares all layers (1 group) or none (1 per layer)"
-            )
-        arch = replace(arch, share="all" if groups == 1 else "none")
-    if family == "electra":
-        gen = _json(src.path / "generator" / "config.json")
-        arch = replace(arch, generator_fraction=gen["hidden_size"] / hf["hidden_size"])
-    return arch, notes
+    assert family.from_transformers is not None  # every family with model_types has one
+    return family.from_transformers(hf, arch, src.path), notes
 
 
 def check_tokenizer(path: str | Path, manifest: Manifest, shards_json: bytes | None) -> str | None:
@@ -178,8 +169,6 @@ def _load_run(model: nn.Module, src: _Source, report: InitReport) -> None:
 def _load_transformers(
     model: nn.Module, config: TrainConfig, src: _Source, report: InitReport
 ) -> None:
-    from clozeworks.trainer.export import hf_weights
-
     params = {id(p): name for name, p in model.named_parameters()}
     touched: set[str] = set()
     for sub, mapping in hf_weights(model, config):
@@ -223,16 +212,14 @@ def _load_transformers(
     report.missing = [n for n, _ in model.named_parameters() if n not in touched]
 
 
-def _encoder(model: nn.Module, sub: str) -> Any:
-    if sub == "generator":
-        return model.generator
-    return model.discriminator if hasattr(model, "discriminator") else model.encoder
+def _encoder(model: Any, sub: str) -> Any:
+    return model.generator if sub == "generator" else model.encoder
 
 
 def _with_root(tensors: dict[str, torch.Tensor], mapping: dict[str, Any]) -> dict[str, Any]:
     """A base model saved without its head class (`BertModel`: `embeddings.*`) gets the
     prefix the head classes use (`bert.embeddings.*`)."""
-    root = next((k.split(".")[0] for k in mapping if k.split(".")[0] in _ROOTS), None)
+    root = next((k.split(".")[0] for k in mapping if k.split(".")[0] in TRANSFORMERS_ROOTS), None)
     if root is None or any(k.startswith(f"{root}.") for k in tensors):
         return tensors
     return {f"{root}.{k}": v for k, v in tensors.items()}
@@ -256,23 +243,6 @@ def _hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
         state = torch.load(legacy, map_location="cpu", weights_only=True)
         return dict(state)
     raise BadInputError(f"{directory}: no model.safetensors or pytorch_model.bin")
-
-
-def _family(hf: dict[str, Any], path: Path) -> tuple[str, bool]:
-    kind = hf["model_type"]
-    if kind == "bert":
-        return "bert", False
-    if kind == "roberta":
-        return "roberta", False
-    if kind == "roberta-prelayernorm":
-        # Our pre-LN BERT exports here too; it is the one with token types.
-        return ("bert" if hf.get("type_vocab_size", 1) > 1 else "roberta"), True
-    if kind in ("albert", "electra"):
-        return kind, False
-    raise BadInputError(
-        f"{path}: model_type {kind!r}; --init-from reads bert, roberta, "
-        "roberta-prelayernorm, albert and electra directories"
-    )
 
 
 def _check_shape(key: str, target: torch.Tensor, value: torch.Tensor, src: _Source) -> None:

@@ -51,6 +51,7 @@ from clozeworks.trainer.datasets import (
     resolve,
 )
 from clozeworks.trainer.distributed import Dist, setup, teardown
+from clozeworks.trainer.families import build_model
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
     MetricsLog,
@@ -60,7 +61,6 @@ from clozeworks.trainer.metrics import (
     step_sums,
     summarize,
 )
-from clozeworks.trainer.models import build_model
 from clozeworks.trainer.models.bert import Encoder
 from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
 from clozeworks.trainer.objectives import check_objectives, objective_counts

@@ -96,9 +96,8 @@ def make_model(work: Path, preset: str, rows: list[dict[str, str]]) -> Path:
     from tokenizers.trainers import WordPieceTrainer
 
     from clozeworks.trainer.config import override
-    from clozeworks.trainer.config import preset as get_preset
-    from clozeworks.trainer.export import to_transformers
-    from clozeworks.trainer.models import build_model
+    from clozeworks.trainer.families import build_model, to_transformers
+    from clozeworks.trainer.presets import preset as get_preset
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)

@@ -31,13 +31,12 @@ from clozeworks.corpus.shards.counter_rng import sequence_keys
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.vocab.files import load_tokenizer
 from clozeworks.trainer.batch_index import prepare
-from clozeworks.trainer.config import preset
 from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
-from clozeworks.trainer.export import to_transformers
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.models.xlnet import permutation_masks
 from clozeworks.trainer.optim import build_optimizer
+from clozeworks.trainer.presets import preset
 
 SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
 SENTINELS = 100

@@ -81,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.train.run import hf_groups
     from clozeworks.trainer.batch_index import prepare, to_device
-    from clozeworks.trainer.config import TrainConfig, preset
+    from clozeworks.trainer.config import TrainConfig
     from clozeworks.trainer.distributed import Dist
-    from clozeworks.trainer.export import to_transformers
+    from clozeworks.trainer.families import to_transformers
     from clozeworks.trainer.loop import _Run
+    from clozeworks.trainer.presets import preset
 
     base = preset(args.preset)
     config: TrainConfig = replace(

@@ -21,10 +21,10 @@ import time
 def one(args: argparse.Namespace) -> None:
     import torch
 
-    from clozeworks.trainer.config import preset
-    from clozeworks.trainer.models import build_model
+    from clozeworks.trainer.families import build_model
     from clozeworks.trainer.models.bert import Encoder
     from clozeworks.trainer.optim import build_optimizer
+    from clozeworks.trainer.presets import preset
 
     device = torch.device(args.device)
     config = preset(args.preset)

@@ -23,10 +23,10 @@ import transformers
 from clozeworks.corpus.shards.counter_rng import sequence_keys
 from clozeworks.corpus.shards.masking import MaskTables, mask_tokens
 from clozeworks.schemas.masking import MaskingSettings
-from clozeworks.trainer.config import MODEL_PRESETS, TrainConfig
-from clozeworks.trainer.export import to_transformers
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.optim import build_optimizer
+from clozeworks.trainer.presets import MODEL_PRESETS
 
 
 def batches(n: int, batch: int, length: int, vocab: int) -> list[dict[str, torch.Tensor]]:
@@ -97,7 +97,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    model_config, _ = MODEL_PRESETS[args.preset]
+    model_config = MODEL_PRESETS[args.preset]
     model_config = type(model_config)(**{**model_config.__dict__, "vocab_size": args.vocab})
     config = TrainConfig(model=model_config, objectives=("mlm", "nsp"))
     ours = build_model(config).train()

@@ -17,11 +17,12 @@ from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.text.probe import write_package_task
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
-from clozeworks.trainer.config import override, preset
+from clozeworks.trainer.config import override
 from clozeworks.trainer.finetune.run import run_finetune
 from clozeworks.trainer.finetune.tasks import load_task
 from clozeworks.trainer.finetune.train import FinetuneSettings
 from clozeworks.trainer.loop import train
+from clozeworks.trainer.presets import preset
 from clozeworks.trainer.runinfo import run_summary
 
 HELP = "run the whole chain on the built-in stdlib-docstring corpus"

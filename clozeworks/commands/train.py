@@ -22,20 +22,19 @@ from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.kinds import MASK_KINDS
 from clozeworks.trainer.config import (
-    MODEL_PRESETS,
-    OPTIM_PRESETS,
     Phase2Config,
     TrainConfig,
     load_config_file,
     merge,
-    preset,
     settings_from_pairs,
 )
 from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
 from clozeworks.trainer.data.targets import corrupted_lengths
 from clozeworks.trainer.datasets import resolve
+from clozeworks.trainer.families import FAMILIES
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
+from clozeworks.trainer.presets import MODEL_PRESETS, preset
 
 HELP = "shards -> trained model run directory"
 BEAM = False
@@ -75,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int)
     p.add_argument("--batch-size", type=int, help="sequences per micro-batch per process")
     p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
-    p.add_argument("--optim", choices=list(OPTIM_PRESETS), help="a paper's optimizer settings")
+    p.add_argument("--optim", choices=list(FAMILIES), help="a family's paper's optimizer settings")
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument(
         "--warmup",
@@ -208,7 +207,7 @@ def _warmup_settings(value: float | int | None) -> dict[str, object]:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     config = preset(args.preset)
     if args.optim:
-        config = merge(config, {"optim": OPTIM_PRESETS[args.optim].__dict__}, "--optim")
+        config = merge(config, {"optim": FAMILIES[args.optim].optim.__dict__}, "--optim")
     if args.config:
         config = load_config_file(Path(args.config), config)
     if args.set:

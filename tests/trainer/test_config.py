@@ -6,8 +6,9 @@ import torch
 
 from clozeworks.cli import main
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.config import MODEL_PRESETS, OptimConfig, load_config_file, preset
+from clozeworks.trainer.config import OptimConfig, load_config_file
 from clozeworks.trainer.optim import build_scheduler, warmup_problem, warmup_steps
+from clozeworks.trainer.presets import MODEL_PRESETS, preset
 
 
 def test_a_toml_file_overrides_any_field(tmp_path) -> None:
@@ -71,9 +72,7 @@ def test_a_file_that_is_not_toml_is_bad_input(tmp_path) -> None:
 
 
 def test_presets_follow_the_papers() -> None:
-    sizes = {
-        name: (m.num_layers, m.hidden_size, m.num_heads) for name, (m, _) in MODEL_PRESETS.items()
-    }
+    sizes = {name: (m.num_layers, m.hidden_size, m.num_heads) for name, m in MODEL_PRESETS.items()}
     assert sizes["bert-tiny"] == (2, 128, 2) and sizes["bert-large"] == (24, 1024, 16)
     assert preset("roberta-base").optim.beta2 == 0.98 and preset("roberta-base").optim.eps == 1e-6
     assert preset("roberta-base").model.type_vocab_size == 0

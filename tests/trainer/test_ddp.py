@@ -15,10 +15,11 @@ from safetensors.torch import load_file
 
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.batch_index import prepare
-from clozeworks.trainer.config import load_config_file, preset
+from clozeworks.trainer.config import load_config_file
 from clozeworks.trainer.datasets import dataset_for
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run
+from clozeworks.trainer.presets import preset
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6

@@ -10,8 +10,8 @@ import transformers
 
 from clozeworks.cli import main
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.export import load_run, to_transformers
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.export import load_run
+from clozeworks.trainer.families import build_model, to_transformers
 
 V = 1000
 TINY = dict(vocab_size=V, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64)

@@ -15,12 +15,12 @@ from safetensors.torch import load_file
 from clozeworks.cli import main
 from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.trainer.batch_index import prepare
-from clozeworks.trainer.config import ModelConfig, TrainConfig, preset
+from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
-from clozeworks.trainer.export import to_transformers
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.models.xlnet import permutation_masks
+from clozeworks.trainer.presets import preset
 from clozeworks.trainer.runinfo import run_summary
 
 transformers = pytest.importorskip("transformers")

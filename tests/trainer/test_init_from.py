@@ -14,8 +14,7 @@ import torch
 from clozeworks.cli import main
 from clozeworks.trainer import init_from
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.export import to_transformers
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.families import build_model, to_transformers
 from tests.trainer.test_export import CASES, TINY, inputs, jitter, ours
 
 

@@ -15,9 +15,10 @@ from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_mani
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.schemas.manifest import TOKENIZER_DIR, read_manifest
-from clozeworks.trainer.config import override, preset
+from clozeworks.trainer.config import override
 from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.loop import train
+from clozeworks.trainer.presets import preset
 
 DOCS = 3000
 LENGTH = 128

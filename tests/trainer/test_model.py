@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.models import build_model, num_parameters
+from clozeworks.trainer.families import build_model, num_parameters
 from clozeworks.trainer.models.albert import shared_layers
 from clozeworks.trainer.models.bert import decay_groups, padded_vocab
 from clozeworks.trainer.models.electra import generator_config, gumbel_sample

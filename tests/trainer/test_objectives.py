@@ -5,8 +5,9 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.models import build_model
-from clozeworks.trainer.objectives import check_objectives, span_boundaries
+from clozeworks.trainer.families import build_model
+from clozeworks.trainer.heads import span_boundaries
+from clozeworks.trainer.objectives import check_objectives
 
 
 def test_span_boundaries_are_the_tokens_just_outside_each_span() -> None:

@@ -11,9 +11,8 @@ import transformers
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
-from clozeworks.trainer.export import to_transformers
+from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.loop import train
-from clozeworks.trainer.models import build_model
 from clozeworks.trainer.optim import warmup_linear
 
 STEPS = 25

@@ -9,7 +9,7 @@ import torch
 
 from clozeworks.trainer.batch_index import PACKING, packing, prepare
 from clozeworks.trainer.config import ModelConfig, TrainConfig
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.families import build_model
 from clozeworks.trainer.models.bert import Encoder, SelfAttention
 
 LENGTHS = [24, 3, 10, 17, 24, 8]  # a full row, a very short one, and between

@@ -26,8 +26,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.config import GENERATIVE, ModelConfig, TrainConfig
-from clozeworks.trainer.models import build_model
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.families import (
+    FAMILIES,
+    build_model,
+    family_of,
+    transformers_family,
+    transformers_objectives,
+)
 from clozeworks.trainer.models.bert import Encoder, init_weights
 
 
@@ -43,20 +49,13 @@ class Backbone:
     @property
     def encoder(self) -> Encoder:
         model: Any = self.model
-        return model.discriminator if hasattr(model, "discriminator") else model.encoder
+        encoder: Encoder = model.encoder  # ELECTRA's: its discriminator
+        return encoder
 
     @property
     def pooler(self) -> nn.Linear | None:
         sentence = getattr(self.model, "sentence", None)
         return None if sentence is None else sentence.pooler
-
-
-# A transformers checkpoint's pretraining head that carries a pooler, by architecture.
-_HF_OBJECTIVES = {
-    "BertForPreTraining": ("mlm", "nsp"),
-    "AlbertForPreTraining": ("mlm", "sop"),
-    "ElectraForPreTraining": ("mlm", "rtd"),
-}
 
 
 def load_backbone(path: Path, step: int | None = None) -> Backbone:
@@ -78,20 +77,18 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
     else:
         arch, _ = model_config(path, ModelConfig())
         hf = json.loads((src.path / "config.json").read_text(encoding="utf-8"))
-        names = hf.get("architectures") or []
-        objectives = next((_HF_OBJECTIVES[n] for n in names if n in _HF_OBJECTIVES), ("mlm",))
-        if arch.family == "electra":
-            objectives = ("mlm", "rtd")
-        config = TrainConfig(model=arch, objectives=objectives)
+        family, _ = transformers_family(hf, src.path)
+        config = TrainConfig(model=arch, objectives=transformers_objectives(family, hf))
         model = build_model(config)
         load_weights(model, config, path)
         tokenizer = src.path
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{path}: no tokenizer.json (looked in {tokenizer})")
-    if config.model.family in GENERATIVE:
+    if family_of(config.model).encoder is None:
+        fine = ", ".join(n for n, f in FAMILIES.items() if f.encoder is not None)
         raise UsageError(
             f"{path} is a {config.model.family} model, with no BERT-style encoder to "
-            "fine-tune; fine-tuning takes bert, roberta, albert or electra"
+            f"fine-tune; fine-tuning takes {fine}"
         )
     return Backbone(config, model.eval(), tokenizer, str(path))
 
@@ -108,17 +105,19 @@ class SequenceHead(nn.Module):
 
     def __init__(self, config: ModelConfig, outputs: int) -> None:
         super().__init__()
-        self.family = "roberta" if config.pre_ln and config.family == "bert" else config.family
+        layout = family_of(config).layout
+        assert layout is not None  # an encoder family
+        self.layout = layout(config)
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.out = nn.Linear(config.hidden_size, outputs)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         x = h[:, 0]  # [B, H]
-        if self.family in ("bert", "albert"):
+        if self.layout.pooled:
             return self.out(self.dropout(torch.tanh(self.dense(x))))  # [B, C]
         x = self.dense(self.dropout(x))
-        x = F.gelu(x) if self.family == "electra" else torch.tanh(x)
+        x = F.gelu(x) if self.layout.activation == "gelu" else torch.tanh(x)
         return self.out(self.dropout(x))  # [B, C]
 
 
@@ -140,7 +139,7 @@ class SequenceModel(nn.Module):
     def from_backbone(cls, backbone: Backbone, outputs: int) -> SequenceModel:
         model = cls(backbone.config.model, backbone.encoder, outputs)
         pooler = backbone.pooler
-        if pooler is not None and model.head.family in ("bert", "albert"):
+        if pooler is not None and model.head.layout.pooled:
             model.head.dense.load_state_dict(pooler.state_dict())
         return model
 

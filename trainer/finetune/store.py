@@ -21,9 +21,9 @@ from typing import Any
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.families import build_encoder
 from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
 from clozeworks.trainer.finetune.tasks import TaskSpec
-from clozeworks.trainer.models import build_encoder
 
 FINETUNE_FILE = "finetune.json"
 EVAL_FILE = "eval.json"

@@ -7,10 +7,15 @@ token-wise layer on the T real tokens only, attention over variable-length rows 
 nested tensor: FlashAttention's variable-length kernel on a GPU). The other families reuse
 these blocks: RoBERTa drops token types, ALBERT factorizes the embedding and shares layers,
 ELECTRA pairs a small generator with a discriminator. The heads (MLM over predicted
-positions only, sentence classifier, ...) are in `trainer/objectives.py`.
+positions only, sentence classifier, ...) are in `trainer/heads.py`, the encoder with its
+heads in `trainer/pretraining.py`; `hf_weights` / `to_transformers` below map the latter
+to transformers' `BertForPreTraining` (or `BertForMaskedLM` without a 2-class sentence
+head; pre-LN: `RobertaPreLayerNormForMaskedLM`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +24,7 @@ from torch.utils.checkpoint import checkpoint
 
 from clozeworks.trainer.batch_index import Packing
 from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.models import hf
 
 
 def padded_vocab(config: ModelConfig) -> int:
@@ -226,3 +232,45 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict[str, object
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+
+
+def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
+    if m.pre_ln:
+        return [("", hf.roberta_weights(model, m, prelayernorm=True))]
+    return [("", _bert_weights(model, m))]
+
+
+def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]) -> list[Any]:
+    if m.pre_ln:
+        return [("", hf.roberta_model(tf, model, m, prelayernorm=True))]
+    weights = _bert_weights(model, m)
+    pairs = "cls.seq_relationship.weight" in weights
+    cls = tf.BertForPreTraining if pairs else tf.BertForMaskedLM
+    return [("", hf.load(cls, tf.BertConfig(**hf.common(m)), weights))]
+
+
+def _bert_weights(model: Any, m: ModelConfig) -> hf.Tensors:
+    enc = model.encoder
+    weights = {
+        **hf.embeddings("bert.embeddings", enc, m),
+        **hf.bert_layers("bert.encoder", enc),
+        **hf.mlm_head(
+            "cls.predictions",
+            model.mlm,
+            m,
+            ("transform.dense", "transform.LayerNorm", "decoder", "bias"),
+        ),
+    }
+    sentence = model.sentence
+    if sentence is not None and sentence.classifier.out_features == 2:
+        weights.update(hf.linear("bert.pooler.dense", sentence.pooler))
+        weights.update(hf.linear("cls.seq_relationship", sentence.classifier))
+    return weights
+
+
+def layout(m: ModelConfig) -> hf.Layout:
+    return hf.PRE_LN if m.pre_ln else hf.Layout("Bert", "bert", pooler="bert.pooler.dense")
+
+
+def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:
+    return arch

@@ -10,10 +10,14 @@ tokens, and the discriminator learns to tell which tokens were replaced.
 - Sampling uses Gumbel noise from a generator seeded by the caller (the loop passes a hash of
   seed, step, micro-batch and rank), so it holds no state and a resumed run samples exactly
   what the uninterrupted run would.
+
+transformers: `ElectraForPreTraining` (the discriminator), and `generator/` with
+`ElectraForMaskedLM`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -22,10 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.trainer.batch_index import PACKING, flat_index
 from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.heads import MLMHead, Outputs, RTDHead, classification
+from clozeworks.trainer.models import hf
 from clozeworks.trainer.models.bert import Encoder, init_weights
-from clozeworks.trainer.objectives import MLMHead, Outputs, RTDHead, classification
 
 
 def generator_config(config: ModelConfig) -> ModelConfig:
@@ -54,6 +60,11 @@ class ElectraPretraining(nn.Module):
         self.rtd = RTDHead(config.hidden_size)
         self.loss_weights = {"mlm": 1.0, "rtd": config.rtd_weight}
         self.apply(partial(init_weights, std=config.initializer_range))
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder a fine-tuned model starts from: the discriminator (ELECTRA, 3.3)."""
+        return self.discriminator
 
     def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
         ids, attention = batch["input_ids"], batch["attention_mask"]
@@ -86,3 +97,66 @@ class ElectraPretraining(nn.Module):
         out["rtd_count"] = count
         out["loss"] = mlm_loss + self.config.rtd_weight * rtd_loss
         return out
+
+
+def _encoder_weights(encoder: Encoder, m: ModelConfig) -> hf.Tensors:
+    weights = {
+        **hf.embeddings("electra.embeddings", encoder, m),
+        **hf.bert_layers("electra.encoder", encoder),
+    }
+    if encoder.project is not None:
+        weights.update(hf.linear("electra.embeddings_project", encoder.project))
+    return weights
+
+
+def _discriminator(model: Any, m: ModelConfig) -> hf.Tensors:
+    return {
+        **_encoder_weights(model.discriminator, m),
+        **hf.linear("discriminator_predictions.dense", model.rtd.dense),
+        **hf.linear("discriminator_predictions.dense_prediction", model.rtd.predict),
+    }
+
+
+def _generator(model: Any, gen: ModelConfig) -> hf.Tensors:
+    head = model.mlm
+    return {
+        **_encoder_weights(model.generator, gen),
+        **hf.linear("generator_predictions.dense", head.dense),
+        **hf.ln("generator_predictions.LayerNorm", head.norm),
+        "generator_lm_head.weight": head.decoder.weight[: gen.vocab_size],
+        "generator_lm_head.bias": head.bias[: gen.vocab_size],
+    }
+
+
+def _config(tf: Any, m: ModelConfig) -> Any:
+    return tf.ElectraConfig(**hf.common(m, embedding_size=m.embedding_width))
+
+
+def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
+    return [("", _discriminator(model, m)), ("generator", _generator(model, generator_config(m)))]
+
+
+def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]) -> list[Any]:
+    if m.pre_ln:
+        raise UsageError("transformers has no pre-LN ELECTRA; train with pre_ln = false")
+    small = generator_config(m)
+    disc = hf.load(tf.ElectraForPreTraining, _config(tf, m), _discriminator(model, m))
+    gen = hf.load(tf.ElectraForMaskedLM, _config(tf, small), _generator(model, small))
+    return [("", disc), ("generator", gen)]
+
+
+def layout(m: ModelConfig) -> hf.Layout:
+    return hf.Layout("Electra", "electra", pooler=None, activation="gelu", exportable=not m.pre_ln)
+
+
+def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:
+    generator = path / "generator" / "config.json"
+    try:
+        hidden = json.loads(generator.read_text(encoding="utf-8"))["hidden_size"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise BadInputError(f"{generator}: cannot read ({err})") from None
+    return replace(
+        arch,
+        embedding_size=config.get("embedding_size"),
+        generator_fraction=hidden / config["hidden_size"],
+    )

@@ -20,8 +20,9 @@ from torch import nn
 
 from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.heads import Outputs, classification
+from clozeworks.trainer.models import hf
 from clozeworks.trainer.models.bert import padded_vocab
-from clozeworks.trainer.objectives import Outputs, classification
 
 
 def normal_init(module: nn.Module, std: float) -> None:
@@ -114,3 +115,62 @@ class GPT(nn.Module):
         out: Outputs = {}
         out["loss"] = classification(out, "clm", self.logits(h.index_select(0, index)), targets)
         return out
+
+
+# transformers' GPT2LMHeadModel: its Conv1D stores [in, out], so linear weights go over
+# transposed (views, so copying into them loads our model); bos / eos are the tokenizer's
+# [CLS] / [SEP] (<s> / </s>).
+
+
+def _config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
+    return tf.GPT2Config(
+        vocab_size=m.vocab_size,
+        n_positions=m.max_position,
+        n_embd=m.hidden_size,
+        n_layer=m.num_layers,
+        n_head=m.num_heads,
+        n_inner=m.intermediate_size,
+        activation_function="gelu_new",
+        resid_pdrop=m.dropout,
+        embd_pdrop=m.dropout,
+        attn_pdrop=m.attention_dropout,
+        layer_norm_epsilon=m.layer_norm_eps,
+        initializer_range=m.initializer_range,
+        bos_token_id=special.get("cls"),
+        eos_token_id=special.get("sep"),
+        pad_token_id=special.get("pad", m.pad_token_id),
+        tie_word_embeddings=True,
+    )
+
+
+def _weights(model: Any, m: ModelConfig) -> hf.Tensors:
+    out: hf.Tensors = {
+        "transformer.wte.weight": model.wte.weight[: m.vocab_size],
+        "transformer.wpe.weight": model.wpe.weight,
+        "transformer.ln_f.weight": model.ln_f.weight,
+        "transformer.ln_f.bias": model.ln_f.bias,
+        "lm_head.weight": model.wte.weight[: m.vocab_size],
+    }
+    for i, block in enumerate(model.blocks):
+        p = f"transformer.h.{i}"
+        pairs: list[tuple[str, nn.Module]] = [
+            ("ln_1", block.ln_1),
+            ("ln_2", block.ln_2),
+            ("attn.c_attn", block.attn.qkv),
+            ("attn.c_proj", block.attn.proj),
+            ("mlp.c_fc", block.fc),
+            ("mlp.c_proj", block.fc_proj),
+        ]
+        for name, module in pairs:
+            linear = isinstance(module, nn.Linear)
+            out[f"{p}.{name}.weight"] = module.weight.t() if linear else module.weight
+            out[f"{p}.{name}.bias"] = module.bias
+    return out
+
+
+def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
+    return [("", _weights(model, m))]
+
+
+def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]) -> list[Any]:
+    return [("", hf.load(tf.GPT2LMHeadModel, _config(tf, m, special), _weights(model, m)))]

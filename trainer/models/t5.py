@@ -13,7 +13,7 @@ corruption (`t5` objective, `trainer.data.targets`).
   targets shifted right behind the pad id (T5's decoder start).
 
 Module names follow transformers' `T5ForConditionalGeneration` closely enough that
-`trainer/export.py` maps them one to one.
+`hf_weights` below maps them one to one.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.data.targets import NOISE_STATS
+from clozeworks.trainer.heads import Outputs, classification
+from clozeworks.trainer.models import hf
 from clozeworks.trainer.models.bert import padded_vocab
-from clozeworks.trainer.objectives import Outputs, classification
 
 _MASKED = -1e9  # added to a logit that must not be attended (exp underflows to 0)
 
@@ -254,3 +255,89 @@ class T5(nn.Module):
             out["t5_noise_density_num"], out["t5_noise_density_den"] = noise, raw
             out["t5_mean_span_num"], out["t5_mean_span_den"] = noise, spans
         return out
+
+
+# transformers' T5ForConditionalGeneration: eos is the tokenizer's [SEP], the decoder
+# starts from the pad id.
+
+
+def _config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
+    pad = special.get("pad", m.pad_token_id)
+    return tf.T5Config(
+        vocab_size=m.vocab_size,
+        d_model=m.hidden_size,
+        d_kv=m.head_width,
+        d_ff=m.intermediate_size,
+        num_layers=m.num_layers,
+        num_decoder_layers=m.decoder_depth,
+        num_heads=m.num_heads,
+        relative_attention_num_buckets=m.relative_buckets,
+        relative_attention_max_distance=m.relative_max_distance,
+        dropout_rate=m.dropout,
+        layer_norm_epsilon=m.layer_norm_eps,
+        initializer_factor=m.initializer_range,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
+        pad_token_id=pad,
+        eos_token_id=special.get("sep"),
+        decoder_start_token_id=pad,
+    )
+
+
+def _model(tf: Any, m: ModelConfig, special: dict[str, int], weights: hf.Tensors) -> Any:
+    """`T5ForConditionalGeneration` with our weights. transformers 5 ties T5's output layer
+    to the embedding whatever the config says (and reads `tie_word_embeddings = false` as
+    "v1.1: do not scale the decoder output"); a v1.1 output layer of its own is kept when
+    the checkpoint's two differ, so it is untied here before loading, and the saved
+    config says false so that a reload does not scale."""
+
+    class Untied(tf.T5ForConditionalGeneration):  # type: ignore[misc, name-defined]
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.lm_head.weight = nn.Parameter(self.lm_head.weight.detach().clone())
+
+    model = hf.load(Untied, _config(tf, m, special), weights)
+    model.__class__ = tf.T5ForConditionalGeneration  # saved and loaded as the stock class
+    model.config.tie_word_embeddings = False
+    return model
+
+
+def _attention_weights(prefix: str, attention: Any) -> hf.Tensors:
+    out = {f"{prefix}.{n}.weight": getattr(attention, n).weight for n in ("q", "k", "v", "o")}
+    if attention.relative_attention_bias is not None:
+        out[f"{prefix}.relative_attention_bias.weight"] = attention.relative_attention_bias.weight
+    return out
+
+
+def _weights(model: Any, m: ModelConfig) -> hf.Tensors:
+    shared = model.shared.weight[: m.vocab_size]
+    out: hf.Tensors = {
+        "shared.weight": shared,
+        "encoder.embed_tokens.weight": shared,
+        "decoder.embed_tokens.weight": shared,
+        "lm_head.weight": model.lm_head.weight[: m.vocab_size],
+    }
+    for side in ("encoder", "decoder"):
+        stack = getattr(model, side)
+        out[f"{side}.final_layer_norm.weight"] = stack.final_norm.weight
+        for i, block in enumerate(stack.blocks):
+            p = f"{side}.block.{i}.layer"
+            out.update(_attention_weights(f"{p}.0.SelfAttention", block.self_attention))
+            out[f"{p}.0.layer_norm.weight"] = block.self_norm.weight
+            ff = 1
+            if block.cross_attention is not None:
+                out.update(_attention_weights(f"{p}.1.EncDecAttention", block.cross_attention))
+                out[f"{p}.1.layer_norm.weight"] = block.cross_norm.weight
+                ff = 2
+            for n in ("wi_0", "wi_1", "wo"):
+                out[f"{p}.{ff}.DenseReluDense.{n}.weight"] = getattr(block.ff, n).weight
+            out[f"{p}.{ff}.layer_norm.weight"] = block.ff_norm.weight
+    return out
+
+
+def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
+    return [("", _weights(model, m))]
+
+
+def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]) -> list[Any]:
+    return [("", _model(tf, m, special, _weights(model, m)))]

@@ -16,7 +16,7 @@ encodings of the distance i - j, projected by `r`) and segment (ef: same segment
 terms, each with its own learned bias per head, scaled by 1/sqrt(d). Layers are post-LN
 with an exact-GELU feed-forward; the output layer is tied to the word embedding.
 Parameters are laid out as transformers' `XLNetLMHeadModel` keeps them ([d, heads, d_head]
-projections), so `trainer/export_generative.py` copies them as they are.
+projections), so `hf_weights` below copies them as they are.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from torch import nn
 
 from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.heads import Outputs, classification
+from clozeworks.trainer.models import hf
 from clozeworks.trainer.models.bert import padded_vocab
 from clozeworks.trainer.models.gpt import normal_init
-from clozeworks.trainer.objectives import Outputs, classification
 
 ORDER, POSITIONS, PLM_STATS = "perm_order", "plm_positions", "plm_stats"
 _BLOCKED = 1e30  # subtracted from a blocked logit, as XLNet does in fp32
@@ -223,3 +224,61 @@ class XLNet(nn.Module):
             predicted, predictable = batch[PLM_STATS].sum(0)
             out["plm_predicted_share_num"], out["plm_predicted_share_den"] = predicted, predictable
         return out
+
+
+# transformers' XLNetLMHeadModel: bos / eos are the tokenizer's [CLS] / [SEP].
+
+
+def _config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
+    return tf.XLNetConfig(
+        vocab_size=m.vocab_size,
+        d_model=m.hidden_size,
+        n_layer=m.num_layers,
+        n_head=m.num_heads,
+        d_inner=m.intermediate_size,
+        ff_activation="gelu",
+        untie_r=True,
+        attn_type="bi",
+        initializer_range=m.initializer_range,
+        layer_norm_eps=m.layer_norm_eps,
+        dropout=m.dropout,
+        mem_len=None,
+        reuse_len=None,
+        bi_data=False,
+        clamp_len=-1,
+        same_length=False,
+        pad_token_id=special.get("pad", m.pad_token_id),
+        bos_token_id=special.get("cls"),
+        eos_token_id=special.get("sep"),
+    )
+
+
+def _weights(model: Any, m: ModelConfig) -> hf.Tensors:
+    word = model.word_embedding.weight[: m.vocab_size]
+    out: hf.Tensors = {
+        "transformer.word_embedding.weight": word,
+        "transformer.mask_emb": model.mask_emb,
+        "lm_loss.weight": word,
+        "lm_loss.bias": model.lm_bias[: m.vocab_size],
+    }
+    names = ("q", "k", "v", "o", "r", "r_r_bias", "r_s_bias", "r_w_bias", "seg_embed")
+    for i, layer in enumerate(model.layer):
+        p = f"transformer.layer.{i}"
+        for name in names:
+            out[f"{p}.rel_attn.{name}"] = getattr(layer.rel_attn, name)
+        for part, module in (("rel_attn", layer.rel_attn), ("ff", layer.ff)):
+            out[f"{p}.{part}.layer_norm.weight"] = module.layer_norm.weight
+            out[f"{p}.{part}.layer_norm.bias"] = module.layer_norm.bias
+        for name in ("layer_1", "layer_2"):
+            out[f"{p}.ff.{name}.weight"] = getattr(layer.ff, name).weight
+            out[f"{p}.ff.{name}.bias"] = getattr(layer.ff, name).bias
+    return out
+
+
+def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
+    return [("", _weights(model, m))]
+
+
+def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]) -> list[Any]:
+    config = _config(tf, m, special)
+    return [("", hf.load(tf.XLNetLMHeadModel, config, _weights(model, m)))]

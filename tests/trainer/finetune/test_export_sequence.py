@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.families import build_model
 from clozeworks.trainer.finetune.export import sequence_to_transformers, to_transformers_task
 from clozeworks.trainer.finetune.model import Backbone, QAModel, SequenceModel, TokenModel
-from clozeworks.trainer.models import build_model
 from tests.trainer.test_export import TINY, inputs, jitter
 
 CASES = {
@@ -27,7 +27,7 @@ def test_sequence_export_gives_our_logits(case, labels) -> None:
     config = TrainConfig(model=ModelConfig(**TINY, **arch), objectives=objectives)
     backbone = Backbone(config, build_model(config), tokenizer=None, source="test")
     model = jitter(SequenceModel.from_backbone(backbone, max(1, len(labels))))
-    if backbone.pooler is not None and model.head.family in ("bert", "albert"):
+    if backbone.pooler is not None and model.head.layout.pooled:
         # The pooler starts from the pretrained sentence head, as in transformers.
         fresh = SequenceModel.from_backbone(backbone, max(1, len(labels)))
         assert torch.equal(fresh.head.dense.weight, backbone.pooler.weight)
