@@ -9,11 +9,7 @@ definition in `corpus.shards.masking`); `collate` pads them into tensors;
 Face models take them.
 """
 
-from clozeworks.trainer.data.loader import (
-    MaskingConfig,
-    ShardDataset,
-    ShardLoader,
-    ShardSkippedWarning,
-)
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.loader import ShardDataset, ShardLoader, ShardSkippedWarning
 
-__all__ = ["MaskingConfig", "ShardDataset", "ShardLoader", "ShardSkippedWarning"]
+__all__ = ["MaskingSettings", "ShardDataset", "ShardLoader", "ShardSkippedWarning"]

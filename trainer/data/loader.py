@@ -1,8 +1,8 @@
 """The streaming loader: shards -> shuffled, padded, dynamically masked batches.
 
 ```python
-from clozeworks.trainer.data import ShardDataset, MaskingConfig
-ds = ShardDataset("shards/", batch_size=64, seed=0, masking=MaskingConfig(kind="token"),
+from clozeworks.trainer.data import ShardDataset, MaskingSettings
+ds = ShardDataset("shards/", batch_size=64, seed=0, masking=MaskingSettings(kind="token"),
                   rank=0, world_size=1)
 loader = ds.loader(num_workers=2)
 for batch in loader: ...          # one epoch; the next `for` continues with the next epoch
@@ -48,8 +48,6 @@ from clozeworks.trainer.data.source import (
 )
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption, check_running_text
 from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
-
-MaskingConfig = MaskingSettings
 
 STATE_VERSION = 1
 

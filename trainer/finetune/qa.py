@@ -29,9 +29,9 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.metrics import squad_scores
 from clozeworks.trainer.finetune.tasks import TaskSpec
-from clozeworks.trainer.finetune.train import Encoded
 
 MAX_QUESTION_TOKENS = 64
 DOC_STRIDE = 128

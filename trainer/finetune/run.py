@@ -13,6 +13,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
 from clozeworks.trainer.finetune.readers import read_examples
@@ -20,10 +21,8 @@ from clozeworks.trainer.finetune.store import is_finetuned, load, record_eval, s
 from clozeworks.trainer.finetune.tasks import TaskSpec
 from clozeworks.trainer.finetune.tokens import encode_sentences, read_sentences
 from clozeworks.trainer.finetune.train import (
-    Encoded,
     FinetuneSettings,
     TaskRun,
-    encode,
     finetune,
     finetune_tasks,
     pick_device,

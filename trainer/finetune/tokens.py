@@ -18,9 +18,9 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.metrics import entity_f1
 from clozeworks.trainer.finetune.tasks import TaskSpec
-from clozeworks.trainer.finetune.train import Encoded
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from tokenizers import Tokenizer
 from torch import nn
 from tqdm import tqdm
 
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.finetune import metrics
+from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
-from clozeworks.trainer.finetune.readers import Example
+from clozeworks.trainer.finetune.qa import qa_scores
 from clozeworks.trainer.finetune.tasks import TaskSpec
+from clozeworks.trainer.finetune.tokens import token_scores
 from clozeworks.trainer.models.bert import decay_groups
 
 
@@ -52,38 +53,6 @@ class FinetuneSettings:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class Encoded:
-    """Token ids of a split, one row per example, with labels."""
-
-    ids: list[list[int]]
-    types: list[list[int]]
-    labels: np.ndarray  # float64 [N]: the class or score (token tasks: unused zeros)
-    truncated: int = 0
-    # Token tasks: each piece's class, -100 where nothing is predicted (special tokens and
-    # every piece of a word but its first); and each word's first piece (-1: cut off).
-    piece_labels: list[list[int]] | None = None
-    first_pieces: list[list[int]] | None = None
-    word_labels: list[list[int]] | None = None
-
-
-def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> Encoded:
-    """[CLS] a [SEP] (b [SEP]) as the tokenizer's template makes them, cut to `max_len` by
-    trimming the longer text first (BERT's `_truncate_seq_pair`)."""
-    tok = Tokenizer.from_str(tokenizer.to_str())  # truncation settings stay local
-    tok.no_padding()
-    tok.enable_truncation(max_len, strategy="longest_first")
-    inputs: list[Any] = [e.text_a if e.text_b is None else (e.text_a, e.text_b) for e in examples]
-    out = tok.encode_batch(inputs)
-    truncated = sum(bool(e.overflowing) for e in out)
-    return Encoded(
-        [e.ids for e in out],
-        [e.type_ids for e in out],
-        np.array([e.label for e in examples], dtype=np.float64),
-        truncated,
-    )
 
 
 def batches(
@@ -150,12 +119,8 @@ def predict(model: TaskModel, data: Encoded, batch_size: int, pad_id: int) -> li
 def score(spec: TaskSpec, outputs: list[np.ndarray], data: Encoded) -> dict[str, float]:
     """The task's metrics, in percent (as GLUE, SQuAD and conlleval report them)."""
     if spec.shape == "tokens":
-        from clozeworks.trainer.finetune.tokens import token_scores
-
         return token_scores(spec, outputs, data)
     if spec.shape == "qa":
-        from clozeworks.trainer.finetune.qa import qa_scores
-
         return qa_scores(spec, outputs, data)
     logits = np.stack(outputs)  # [N, C]
     labels = data.labels

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.loader import ShardDataset
 from tests.trainer.data.shardsets import make_shards, sequence_ids
 
 # Three workers on this two-core machine are the point of some tests.
@@ -45,7 +46,7 @@ def dataset(path, **kw):
 
 
 def test_batches_are_named_as_transformers_takes_them(shards_dir) -> None:
-    ds = ShardDataset(shards_dir, batch_size=16, seed=3, masking=MaskingConfig(kind="wwm"))
+    ds = ShardDataset(shards_dir, batch_size=16, seed=3, masking=MaskingSettings(kind="wwm"))
     (batch,) = take(ds.loader(), 1)
     assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
     b, length = batch["input_ids"].shape
@@ -87,7 +88,7 @@ def test_an_epoch_reads_every_sequence_once_and_epochs_differ(small) -> None:
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_worker_count_does_not_change_the_batches(small, workers) -> None:
-    ds = dataset(small, masking=MaskingConfig(kind="span"))
+    ds = dataset(small, masking=MaskingSettings(kind="span"))
     reference = list(ds.loader())
     got = list(ds.loader(num_workers=workers))
     assert len(got) == len(reference)
@@ -246,7 +247,7 @@ def test_length_bucketing_pads_less_and_keeps_every_sequence(tmp_path, tokenizer
 
 
 def test_masking_on_the_device_gives_the_same_batches(small) -> None:
-    ds = dataset(small, masking=MaskingConfig(kind="ngram"), objectives=("mlm", "sbo", "wso"))
+    ds = dataset(small, masking=MaskingSettings(kind="ngram"), objectives=("mlm", "sbo", "wso"))
     in_workers = list(ds.loader(num_workers=2))
     on_device = list(ds.loader(num_workers=2, mask_device="cpu"))
     assert all(same(a, b) for a, b in zip(in_workers, on_device, strict=True))
@@ -263,7 +264,7 @@ def test_dynamic_masking_keeps_the_statistics(shards_dir, kind) -> None:
     # points. Two epochs of the session's build hold ~115k maskable tokens: the standard
     # error of the share is ~0.15 point. Span masking draws 80/10/10 per span (~2k spans
     # an epoch), so it gets eight epochs: ~0.3 point for the split.
-    ds = ShardDataset(shards_dir, batch_size=64, seed=1, masking=MaskingConfig(kind=kind))
+    ds = ShardDataset(shards_dir, batch_size=64, seed=1, masking=MaskingSettings(kind=kind))
     loader = ds.loader()
     maskable = predicted = masked = kept = 0
     for _ in range(8 if kind == "span" else 2):

@@ -12,7 +12,8 @@ import torch
 from clozeworks.cli import main
 from clozeworks.corpus.shards import cache as shard_cache
 from clozeworks.corpus.shards.blocks import ShardFormatError
-from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.loader import ShardDataset
 from tests.trainer.data.servers import FileServer, s3_server, upload
 from tests.trainer.data.shardsets import make_shards
 
@@ -30,7 +31,7 @@ def no_pause(monkeypatch):
 
 
 def epoch(source, **kw):
-    ds = ShardDataset(source, batch_size=4, seed=1, masking=MaskingConfig(kind="wwm"), **kw)
+    ds = ShardDataset(source, batch_size=4, seed=1, masking=MaskingSettings(kind="wwm"), **kw)
     return list(ds.loader())
 
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.data.loader import ShardDataset
 from tests.trainer.data.shardsets import make_shards, sequence_ids
 
 
@@ -39,9 +40,9 @@ def test_a_directory_its_file_url_and_an_fsspec_url_read_the_same(shards) -> Non
         if path.is_file():
             with fsspec.open(f"memory://set/{path.relative_to(shards)}", "wb") as f:
                 f.write(path.read_bytes())
-    assert same_batches(reference, epoch("memory://set", masking=MaskingConfig(kind="token")))
-    wwm = epoch("memory://set", masking=MaskingConfig(kind="wwm"))  # tokenizer read remotely
-    assert same_batches(epoch(shards, masking=MaskingConfig(kind="wwm")), wwm)
+    assert same_batches(reference, epoch("memory://set", masking=MaskingSettings(kind="token")))
+    wwm = epoch("memory://set", masking=MaskingSettings(kind="wwm"))  # tokenizer read remotely
+    assert same_batches(epoch(shards, masking=MaskingSettings(kind="wwm")), wwm)
 
 
 def test_a_list_reads_only_those_shards_with_the_same_masks(shards) -> None:
@@ -58,7 +59,7 @@ def test_pipe_commands_find_or_take_a_manifest(shards, tmp_path) -> None:
     assert same_batches(got, epoch(shards))
     # Without manifest=, the command's last shard-NNNNNN.tar becomes manifest.json.
     braces = f"pipe:cat {shards}/shard-{{000000..000002}}.tar"
-    wwm = MaskingConfig(kind="wwm")  # needs the tokenizer, found the same way
+    wwm = MaskingSettings(kind="wwm")  # needs the tokenizer, found the same way
     got = epoch(braces, masking=wwm, cache_root=tmp_path / "b")
     assert same_batches(got, epoch(shards, masking=wwm))
     assert len(list((tmp_path / "b").rglob("shard-*.tar"))) == 3  # read from the cache
@@ -104,4 +105,4 @@ def test_word_masking_without_a_tokenizer_says_what_to_do(tmp_path, shards) -> N
     shutil.copytree(shards, bare, ignore=shutil.ignore_patterns("tokenizer"))
     ShardDataset(bare, batch_size=4)  # token masking needs no word starts
     with pytest.raises(BadInputError, match="pass tokenizer=DIR"):
-        ShardDataset(bare, batch_size=4, masking=MaskingConfig(kind="span"))
+        ShardDataset(bare, batch_size=4, masking=MaskingSettings(kind="span"))
