@@ -18,8 +18,9 @@ import sys
 from collections.abc import Collection, Iterator, Sequence
 from types import ModuleType
 
+from clozeworks.commands.flags import flag_of
 from clozeworks.schemas import errors
-from clozeworks.schemas.errors import ClozeError
+from clozeworks.schemas.errors import ClozeError, SettingError
 
 # Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
 # imports), so only the verb being run is imported; `cloze --help` imports them all.
@@ -140,6 +141,11 @@ def main(argv: Sequence[str]) -> int:
         # Beam re-raises a DoFn's exception with the step appended; unwrap ours. From a
         # worker process it arrives as the text of the worker's traceback.
         ours = _find(err, ClozeError) or _from_worker(err)
+        if isinstance(ours, SettingError):
+            # The library names the setting; here it is the flag the user typed.
+            verb = _verb_parser(parser, args.command)
+            said = ours.said(lambda name: flag_of(verb, name) or name)
+            return _fail(args.command, _one_line(said), ours.exit_code)
         if isinstance(ours, ClozeError):
             return _fail(args.command, _one_line(str(ours)), ours.exit_code)
         # The environment: a full disk, a read-only or file-in-the-way output, ...

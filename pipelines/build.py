@@ -14,15 +14,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.shards.settings import ShardSettings
+from clozeworks.corpus.vocab.sample import SampleSettings
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
 from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.clean import CleanConfig, run_clean
-from clozeworks.pipelines.dedup import DedupConfig, run_dedup
+from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
+from clozeworks.pipelines.dedup import DedupConfig, DedupSettings, run_dedup
 from clozeworks.pipelines.documents_io import expand_inputs
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
@@ -34,23 +36,17 @@ BUILD_VERSION = 1
 STAGES = ("clean", "dedup", "vocab", "shard")
 
 
-@dataclass
+@dataclass(frozen=True)
 class BuildConfig:
+    """The raw inputs, the root the stages write under, and each stage's own settings."""
+
     inputs: Sequence[str]
     root: str
-    # CleanConfig / DedupConfig fields other than the paths.
-    clean: dict[str, Any] = field(default_factory=dict)
-    dedup: dict[str, Any] = field(default_factory=dict)
+    clean: CleanSettings = field(default_factory=CleanSettings)
+    dedup: DedupSettings = field(default_factory=DedupSettings)
     vocab: VocabConfig = field(default_factory=VocabConfig)
-    vocab_sample_docs: int | None = None
-    # Other VocabRunConfig fields (sample_bytes, heldout_docs).
-    vocab_options: dict[str, Any] = field(default_factory=dict)
-    mode: str = "full-sentences"
-    max_seq_len: int = 128
-    seed: int = 12345
-    sequences_per_shard: int | None = 8192
-    # Other ShardConfig fields (num_shards, premask, dupe_factor, ...).
-    shard: dict[str, Any] = field(default_factory=dict)
+    sample: SampleSettings = field(default_factory=SampleSettings)
+    shard: ShardSettings = field(default_factory=ShardSettings)
     force: bool = False  # run every stage even if its output is current
 
 
@@ -133,21 +129,13 @@ class BuildRecord:
         BEAM_FS.write_json(self.path, {"version": BUILD_VERSION, "stages": self.stages})
 
 
-def _shard_config(config: BuildConfig, paths: BuildPaths) -> ShardConfig:
-    return ShardConfig(
-        input=paths.docs,
-        tokenizer=paths.tokenizer,
-        output=paths.shards,
-        mode=config.mode,
-        max_seq_len=config.max_seq_len,
-        seed=config.seed,
-        sequences_per_shard=config.sequences_per_shard,
-        **config.shard,
-    )
-
-
 def _settings(obj: Any, *drop: str) -> dict[str, Any]:
     return {k: v for k, v in asdict(obj).items() if k not in drop}
+
+
+def _with_paths(cls: type, settings: Any, **paths: Any) -> Any:
+    """A stage's config: its settings, and where."""
+    return cls(**{f.name: getattr(settings, f.name) for f in fields(settings)}, **paths)
 
 
 def run_build(
@@ -169,7 +157,7 @@ def run_build(
         record.forget(name)
         return True
 
-    clean = CleanConfig(inputs=config.inputs, output=paths.clean, **config.clean)
+    clean = _with_paths(CleanConfig, config.clean, inputs=config.inputs, output=paths.clean)
     clean_settings = _settings(clean, "output")
     clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
     raw = inputs_fingerprint(config.inputs)
@@ -181,7 +169,7 @@ def run_build(
             f"-> {paths.clean}"
         )
 
-    dedup = DedupConfig(input=paths.clean, output=paths.docs, **config.dedup)
+    dedup = _with_paths(DedupConfig, config.dedup, input=paths.clean, output=paths.docs)
     dedup_settings = _settings(dedup, "input", "output")
     docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
     upstream = _sha256(clean_marker) or ""
@@ -190,12 +178,8 @@ def run_build(
         record.finish("dedup", dedup_settings, upstream, docs_marker)
         report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
 
-    vocab = VocabRunConfig(
-        input=paths.docs,
-        output=paths.tokenizer,
-        vocab=config.vocab,
-        sample_docs=config.vocab_sample_docs,
-        **config.vocab_options,
+    vocab = _with_paths(
+        VocabRunConfig, config.sample, input=paths.docs, output=paths.tokenizer, vocab=config.vocab
     )
     vocab_settings = _settings(vocab, "input", "output")
     tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)
@@ -206,7 +190,13 @@ def run_build(
         record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
         report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
 
-    shard = _shard_config(config, paths)
+    shard = _with_paths(
+        ShardConfig,
+        config.shard,
+        input=paths.docs,
+        tokenizer=paths.tokenizer,
+        output=paths.shards,
+    )
     shard_settings = _settings(shard, "input", "tokenizer", "output")
     manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
     upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"

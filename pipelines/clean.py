@@ -11,17 +11,25 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from clozeworks.corpus.text.filters import DocumentFilter, apply_filters, build_filters
-from clozeworks.corpus.text.normalize import check_mojibake_support, normalize_text
+from clozeworks.corpus.text.filters import (
+    FILTERS,
+    DocumentFilter,
+    apply_filters,
+    build_filters,
+    expand_names,
+)
+from clozeworks.corpus.text.normalize import NormalForm, check_mojibake_support, normalize_text
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
+    DocSep,
+    Format,
     RawDocument,
     Rejected,
     is_compressed,
 )
 from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.counters import counter
 from clozeworks.pipelines.documents_io import (
     INPUT_BYTES,
     ReadRawDocuments,
@@ -30,34 +38,73 @@ from clozeworks.pipelines.documents_io import (
     parts_for,
     to_row,
 )
-from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
-from clozeworks.pipelines.progress import Bar, pipeline_progress
-from clozeworks.pipelines.runner import run_pipeline
+from clozeworks.pipelines.progress import Bar
 from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.stage import StageRun, remove_shuffle
 from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import SettingError, UsageError
+from clozeworks.schemas.settings import check_at_least, check_choices, setting
 
 DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
 
 
-@dataclass
-class CleanConfig:
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of filter names, shorthands expanded (`gopher`); ValueError
+    naming an unknown one."""
+    return tuple(expand_names([f for f in text.split(",") if f]))
+
+
+@dataclass(frozen=True)
+class CleanSettings:
+    fmt: Format | None = setting(None, "record format (default: by extension)", flag="format")
+    text_field: str = setting("text", "JSON field / Parquet column of the text")
+    id_field: str | None = setting(None, "field holding a document id (default: path#line)")
+    doc_sep: DocSep = setting("file", ".txt: a file or a blank-line block per document")
+    normal_form: NormalForm = setting("NFC", "Unicode normal form", flag="normalize")
+    filters: tuple[str, ...] = setting(
+        ("length",),
+        f"comma-separated, from: {', '.join(sorted([*FILTERS, 'gopher']))}",
+        parse=_names,
+    )
+    fix_mojibake: bool = setting(
+        False, "repair wrongly decoded text with ftfy (needs the [ftfy] extra)"
+    )
+    max_record_bytes: int = setting(
+        DEFAULT_MAX_RECORD_BYTES,
+        "longer raw records are counted as too_long and skipped unread",
+    )
+    # Each filter's thresholds, by filter: flags of their own, from the filter registry.
+    filter_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+
+    def validate(self) -> list[DocumentFilter]:
+        """The filters, built; SettingError for a value no run can use."""
+        check_choices(self)
+        check_at_least("max_record_bytes", self.max_record_bytes, 1)
+        if self.fix_mojibake:
+            check_mojibake_support()
+        try:
+            filters = build_filters(self.filters, self.filter_options)
+        except (ValueError, TypeError) as err:
+            raise UsageError(str(err)) from None
+        for f in filters:
+            check = getattr(f, "check", None)
+            if check is not None:
+                check()
+        return filters
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanConfig(CleanSettings):
+    """The clean settings, and where: the raw inputs, the output store, and where the
+    rejected records go (if anywhere)."""
+
     inputs: Sequence[str]
     output: str
-    fmt: str | None = None
-    text_field: str = "text"
-    id_field: str | None = None
-    doc_sep: str = "file"
-    normal_form: str = "NFC"
-    filters: Sequence[str] = ("length",)
-    filter_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    fix_mojibake: bool = False
     rejects: str | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES
 
 
 class _CleanDocument(beam.DoFn):
@@ -141,65 +188,71 @@ class WriteRejects(beam.PTransform):
         )
 
 
-def _check(config: CleanConfig, filters: Sequence[DocumentFilter]) -> None:
-    if config.fix_mojibake:
-        check_mojibake_support()
-    for f in filters:
-        check = getattr(f, "check", None)
-        if check is not None:
-            check()
-    if config.max_record_bytes < 1:
-        raise UsageError("--max-record-bytes must be at least 1")
+def _check(config: CleanConfig) -> list[DocumentFilter]:
+    filters = config.validate()
     if config.rejects and config.rejects.rstrip("/") == config.output.rstrip("/"):
-        raise UsageError("--rejects must differ from --output")
+        raise SettingError("rejects", "must differ from {output}")
+    return filters
 
 
-def build_clean(
-    p: Any,
-    config: CleanConfig,
-    files: Sequence[str | tuple[str, str]],
-    filters: Sequence[DocumentFilter],
-    staging: str,
-    rejects_staging: str | None,
-    shuffle: Shuffle | None = None,
-    parts: int = 1,
-) -> None:
-    """Add the clean stages to pipeline `p` (separate from running it, so tests can check
-    what would be sent to a runner). `shuffle` groups the kept documents into `parts`
-    files by id (and with ids from the input, keeps one document per id)."""
-    shuffle = shuffle or Shuffle()
-    # RawDocument; unusable records go to `rejected`, counted by reason.
-    raw = p | "ReadRaw" >> ReadRawDocuments(
-        files,
-        config.fmt,
-        config.text_field,
-        config.id_field,
-        config.doc_sep,
-        config.max_record_bytes,
-        config.chunk_bytes,
-    )
-    # Document rows that passed every filter, and (reason, document) that did not.
-    cleaned = raw.documents | "Clean" >> CleanDocuments(
-        config.normal_form, filters, config.fix_mojibake
-    )
-    kept, dropped = cleaned.kept, [cleaned.dropped]
-    if config.id_field:
-        unique = kept | "UniqueIds" >> UniqueIds(shuffle)
-        kept = unique.kept
-        dropped.append(unique.dropped)
-    # Through a grouping by id rather than as bundled: which documents share a file must
-    # not depend on how many workers read the inputs.
-    _ = kept | "Write" >> WriteParquetParts(staging, parts, shuffle)
-    if rejects_staging:
-        unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
-        lines = [
-            drops | f"DroppedAsJson{i}" >> beam.Map(dropped_line) for i, drops in enumerate(dropped)
-        ]
-        _ = (
-            (unread, *lines)
-            | "AllRejects" >> beam.Flatten()
-            | "WriteRejects" >> WriteRejects(rejects_staging)
+class Clean(beam.PTransform):
+    """The clean stage: raw files -> normalized, filtered document rows written as part files
+    in `staging` (through one grouping by id, so which documents share a file does not
+    depend on the workers), and with `rejects_staging` every record it did not keep, as
+    JSON lines with the reason. With ids from the input, one document per id."""
+
+    def __init__(
+        self,
+        config: CleanConfig,
+        files: Sequence[str | tuple[str, str]],
+        filters: Sequence[DocumentFilter],
+        staging: str,
+        rejects_staging: str | None,
+        shuffle: Shuffle | None = None,
+        parts: int = 1,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.files = files
+        self.filters = filters
+        self.staging = staging
+        self.rejects_staging = rejects_staging
+        self.shuffle = shuffle or Shuffle()
+        self.parts = parts
+
+    def expand(self, pbegin: Any) -> None:
+        config, shuffle = self.config, self.shuffle
+        # RawDocument; unusable records go to `rejected`, counted by reason.
+        raw = pbegin | "ReadRaw" >> ReadRawDocuments(
+            self.files,
+            config.fmt,
+            config.text_field,
+            config.id_field,
+            config.doc_sep,
+            config.max_record_bytes,
+            config.chunk_bytes,
         )
+        # Document rows that passed every filter, and (reason, document) that did not.
+        cleaned = raw.documents | "Clean" >> CleanDocuments(
+            config.normal_form, self.filters, config.fix_mojibake
+        )
+        kept, dropped = cleaned.kept, [cleaned.dropped]
+        if config.id_field:
+            unique = kept | "UniqueIds" >> UniqueIds(shuffle)
+            kept = unique.kept
+            dropped.append(unique.dropped)
+        _ = kept | "Write" >> WriteParquetParts(self.staging, self.parts, shuffle)
+        if self.rejects_staging:
+            unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
+            lines = [
+                drops | f"DroppedAsJson{i}" >> beam.Map(dropped_line)
+                for i, drops in enumerate(dropped)
+            ]
+            _ = (
+                (unread, *lines)
+                | "AllRejects" >> beam.Flatten()
+                | "WriteRejects" >> WriteRejects(self.rejects_staging)
+            )
 
 
 def run_clean(
@@ -211,44 +264,33 @@ def run_clean(
     Raises BadInputError for inputs that match nothing or cannot be read, UsageError for
     settings that cannot work; nothing is left in `output` by a failed run.
     """
-    try:
-        filters = build_filters(config.filters, config.filter_options)
-    except (ValueError, TypeError) as err:
-        raise UsageError(str(err)) from None
-    _check(config, filters)
-    files = named_inputs(config.inputs)
-    staging = BEAM_FS.new_staging_dir(config.output)
-    rejects_staging = BEAM_FS.new_staging_dir(config.rejects) if config.rejects else None
-    options = pipeline_options(beam_argv)
-    sizes = _input_sizes([path for path, _ in files])
-    text_bytes = sum(size * (4 if is_compressed(path) else 1) for path, size in sizes)
-    shuffle = shuffle_for(options, BEAM_FS.join(staging, "_shuffle"), text_bytes)
-    parts = parts_for(text_bytes)
-    bars = [
-        Bar(INPUT_BYTES, "read", sum(size for _, size in sizes), "bytes"),
-        Bar(f"written.{DOCS_PREFIX}", "written"),
-    ]
-    try:
-        with (
-            pipeline_progress(bars, progress and is_local(options)),
-            run_pipeline(options) as p,
-        ):
-            build_clean(p, config, files, filters, staging, rejects_staging, shuffle, parts)
-        if shuffle.directory is not None:
-            BEAM_FS.remove_tree(shuffle.directory)
-        counts = _zero_defaults(read_counters(p.result))
+    filters = _check(config)
+    with StageRun(beam_argv, progress) as run:
+        files = named_inputs(config.inputs)
+        staging = run.stage(config.output)
+        rejects_staging = run.stage(config.rejects) if config.rejects else None
+        sizes = _input_sizes([path for path, _ in files])
+        text_bytes = sum(size * (4 if is_compressed(path) else 1) for path, size in sizes)
+        shuffle = run.shuffle(BEAM_FS.join(staging, "_shuffle"), text_bytes)
+        bars = [
+            Bar(INPUT_BYTES, "read", sum(size for _, size in sizes), "bytes"),
+            Bar(f"written.{DOCS_PREFIX}", "written"),
+        ]
+        with run.progress(bars), run.pipeline() as p:
+            clean = Clean(
+                config, files, filters, staging, rejects_staging, shuffle, parts_for(text_bytes)
+            )
+            _ = p | "Clean" >> clean
+        remove_shuffle(shuffle)
+        counts = _zero_defaults(run.counters)
         missing = counts.get("dropped.missing_text", 0)
         if missing and missing == counts["documents_in"]:
             # Not a corpus with bad records: a field name that matches nothing.
-            raise BadInputError(
-                f"none of the {missing} records has a text field {config.text_field!r} "
-                "(set --text-field to the field or column that holds the text)"
+            raise SettingError(
+                "text_field",
+                f"matches nothing: none of the {missing} records has a text field "
+                f"{config.text_field!r} (set it to the field or column that holds the text)",
             )
-    except BaseException:
-        BEAM_FS.remove_tree(staging)
-        if rejects_staging:
-            BEAM_FS.remove_tree(rejects_staging)
-        raise
     stats = {
         "stage": "clean",
         "inputs": list(config.inputs),

@@ -27,7 +27,7 @@ from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_ran
 from clozeworks.corpus.dedup.minhash import optimal_param
 from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.components import ConnectedComponents
-from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.counters import counter
 from clozeworks.pipelines.documents_io import (
     DOCUMENTS_READ,
     ReadDocuments,
@@ -36,12 +36,12 @@ from clozeworks.pipelines.documents_io import (
     read_store_stats,
 )
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
-from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
-from clozeworks.pipelines.progress import Bar, pipeline_progress
-from clozeworks.pipelines.runner import run_pipeline
+from clozeworks.pipelines.progress import Bar
 from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.stage import StageRun, remove_shuffle
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
-from clozeworks.schemas.errors import ClozeError, UsageError
+from clozeworks.schemas.errors import ClozeError, SettingError
+from clozeworks.schemas.settings import check_at_least, setting
 
 CLUSTERS = pa.schema(
     [pa.field("id", pa.string(), nullable=False), pa.field("cluster", pa.string(), nullable=False)]
@@ -61,56 +61,79 @@ ROW = FastPrimitivesCoder()
 MAX_ROUNDS = 256  # far past any real graph: a path of 10^6 nodes needs about 20
 
 
-@dataclass
-class DedupConfig:
-    input: str
-    output: str
-    exact: bool = True
-    near: bool = False
-    threshold: float = 0.8
-    ngram: int = 5
-    num_perm: int = 256
-    bands: int | None = None
-    rows: int | None = None
-    seed: int = 42
+@dataclass(frozen=True)
+class DedupSettings:
+    exact: bool = setting(True, "exact dedup")
+    near: bool = setting(False, "MinHash near-dedup")
+    threshold: float = setting(0.8, "Jaccard threshold")
+    ngram: int = setting(5, "words per shingle")
+    num_perm: int = setting(256, "MinHash permutations")
+    bands: int | None = setting(None, "LSH bands (default: optimal for --threshold)")
+    rows: int | None = setting(None, "rows per band (default: optimal)")
+    seed: int = setting(42, "MinHash seed")
     # Weight of missed pairs when choosing bands x rows (false candidates get 1 - it); None
     # picks by --verify. text-dedup's optimal_param weighs both equally. Without verification
     # every candidate is merged, so 0.8 keeps false candidates rare (21 bands x 12 rows at
     # 0.8: 96% of pairs at 0.85 collide, 0.5% at 0.5). With verification a false candidate
     # costs one exact comparison and is then dropped, so 0.95 leans much further to recall:
     # 36 x 7 at 0.7 (95% of pairs at 0.7 and 99.4% at 0.75 collide), 25 x 10 at 0.8.
-    fn_weight: float | None = None
+    fn_weight: float | None = setting(
+        None,
+        "weight of missed pairs when choosing bands x rows; false candidates get "
+        "1 - this (0.95 when verifying, 0.8 with --no-verify)",
+    )
     # Exact Jaccard of each candidate pair, as MinHash estimates alone mistake pairs around
     # the threshold either way (sd 0.03 at 0.7 with 256 permutations).
-    verify: bool = True
-    emit_clusters: str | None = None
-    line_dedup: bool = False
-    line_dedup_min_sentences: int = 3
-    cc_rounds: int = 6
+    verify: bool = setting(
+        True,
+        "keep only candidate pairs whose true Jaccard similarity reaches --threshold "
+        "(--no-verify merges every MinHash candidate)",
+    )
+    line_dedup: bool = setting(False, "C4: keep each repeated line in one document")
+    line_dedup_min_sentences: int = setting(
+        3, "drop documents left with fewer sentences by --line-dedup (3, as C4)"
+    )
+    cc_rounds: int = setting(6, "star rounds per pipeline; more run automatically if needed")
+
+    # The settings that only near-dedup reads.
+    NEAR_ONLY = ("threshold", "ngram", "num_perm", "bands", "rows", "seed", "fn_weight", "verify")
 
     def near_settings(self) -> NearSettings:
-        """Bands and rows from the flags, else `optimal_param` for the threshold and weights."""
+        """Bands and rows from the settings, else `optimal_param` for the threshold and
+        weights; SettingError for values no run can use."""
         if not 0.0 < self.threshold < 1.0:
-            raise UsageError(f"--threshold must be in (0, 1), got {self.threshold}")
-        if self.ngram < 1 or self.num_perm < 1 or self.cc_rounds < 1:
-            raise UsageError("--ngram, --num-perm and --cc-rounds must be at least 1")
+            raise SettingError("threshold", f"must be in (0, 1), got {self.threshold}")
+        for name in ("ngram", "num_perm", "cc_rounds"):
+            check_at_least(name, getattr(self, name), 1)
         if (self.bands is None) != (self.rows is None):
-            raise UsageError("give both --bands and --rows, or neither")
+            raise SettingError("bands", "and {rows}: give both, or neither")
         fn_weight = self.fn_weight
         if fn_weight is None:
             fn_weight = 0.95 if self.verify else 0.8
         if not 0.0 < fn_weight < 1.0:
-            raise UsageError(f"--fn-weight must be in (0, 1), got {fn_weight}")
+            raise SettingError("fn_weight", f"must be in (0, 1), got {fn_weight}")
         bands, rows = (
             (self.bands, self.rows)
             if self.bands is not None and self.rows is not None
             else optimal_param(self.threshold, self.num_perm, 1.0 - fn_weight, fn_weight)
         )
         if bands < 1 or rows < 1 or bands * rows > self.num_perm:
-            raise UsageError(f"--bands x --rows must be at most --num-perm ({self.num_perm})")
+            raise SettingError(
+                "bands", f"x {{rows}} must be at most {{num_perm}} ({self.num_perm})"
+            )
         return NearSettings(
             self.threshold, self.ngram, self.num_perm, bands, rows, self.seed, self.verify
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DedupConfig(DedupSettings):
+    """The dedup settings, and where: the input and output stores, and where the clusters
+    go (if anywhere)."""
+
+    input: str
+    output: str
+    emit_clusters: str | None = None
 
 
 # --- applying the clusters to the documents -------------------------------------------------
@@ -345,59 +368,88 @@ def _edges(rows: Any, config: DedupConfig, settings: NearSettings, shuffle: Shuf
     return tuple(parts) | "AllEdges" >> beam.Flatten()
 
 
-def build_dedup(
-    p: Any,
-    config: DedupConfig,
-    settings: NearSettings,
-    staging: str,
-    clusters: str | None,
-    state: str,
-    rounds: int,
-    shuffle: Shuffle | None = None,
-    parts: int = 1,
-) -> None:
+class Deduplicate(beam.PTransform):
     """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply,
-    and the kept documents written as `parts` part files."""
-    shuffle = shuffle or Shuffle()
-    rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
-    if rounds:
-        edges = _edges(rows, config, settings, shuffle) | "Components" >> ConnectedComponents(
-            rounds, shuffle
+    and the kept documents written as `parts` part files in `staging`."""
+
+    def __init__(
+        self,
+        config: DedupConfig,
+        settings: NearSettings,
+        staging: str,
+        clusters: str | None,
+        state: str,
+        rounds: int,
+        shuffle: Shuffle | None = None,
+        parts: int = 1,
+    ) -> None:
+        super().__init__()
+        self.config, self.settings = config, settings
+        self.staging, self.clusters, self.state = staging, clusters, state
+        self.rounds, self.shuffle, self.parts = rounds, shuffle or Shuffle(), parts
+
+    def expand(self, pbegin: Any) -> None:
+        config, shuffle = self.config, self.shuffle
+        rows = pbegin | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
+        if self.rounds:
+            edges = _edges(rows, config, self.settings, shuffle) | "Components" >> (
+                ConnectedComponents(self.rounds, shuffle)
+            )
+            _ = edges | "SaveEdges" >> _WriteEdges(f"{self.state}-{self.rounds:04d}")
+        else:
+            edges = pbegin | "NoEdges" >> beam.Create([])
+        _apply_and_write(rows, edges, config, self.staging, self.clusters, shuffle, self.parts)
+
+
+class MoreRounds(beam.PTransform):
+    """Continue the star rounds from saved edges (`previous`), saving as `save_as`."""
+
+    def __init__(
+        self, previous: str, save_as: str, rounds: int, shuffle: Shuffle | None = None
+    ) -> None:
+        super().__init__()
+        self.previous, self.save_as, self.rounds = previous, save_as, rounds
+        self.shuffle = shuffle or Shuffle()
+
+    def expand(self, pbegin: Any) -> None:
+        _ = (
+            pbegin
+            | "ReadEdges" >> beam.io.ReadFromParquet(self.previous)
+            | "AsEdges" >> beam.Map(_row_edge)
+            | "Components" >> ConnectedComponents(self.rounds, self.shuffle)
+            | "SaveEdges" >> _WriteEdges(self.save_as)
         )
-        _ = edges | "SaveEdges" >> _WriteEdges(f"{state}-{rounds:04d}")
-    else:
-        edges = p | "NoEdges" >> beam.Create([])
-    _apply_and_write(rows, edges, config, staging, clusters, shuffle, parts)
 
 
-def build_more_rounds(
-    p: Any, previous: str, save_as: str, rounds: int, shuffle: Shuffle | None = None
-) -> None:
-    """Continue the star rounds from saved edges."""
-    _ = (
-        p
-        | "ReadEdges" >> beam.io.ReadFromParquet(previous)
-        | "AsEdges" >> beam.Map(_row_edge)
-        | "Components" >> ConnectedComponents(rounds, shuffle)
-        | "SaveEdges" >> _WriteEdges(save_as)
-    )
+class ApplySavedClusters(beam.PTransform):
+    """Join the documents with settled saved edges (`edges_glob`) and write the result."""
 
+    def __init__(
+        self,
+        config: DedupConfig,
+        edges_glob: str,
+        staging: str,
+        clusters: str | None,
+        shuffle: Shuffle | None = None,
+        parts: int = 1,
+    ) -> None:
+        super().__init__()
+        self.config, self.edges_glob = config, edges_glob
+        self.staging, self.clusters = staging, clusters
+        self.shuffle, self.parts = shuffle or Shuffle(), parts
 
-def build_apply(
-    p: Any,
-    config: DedupConfig,
-    edges_glob: str,
-    staging: str,
-    clusters: str | None,
-    shuffle: Shuffle | None = None,
-    parts: int = 1,
-) -> None:
-    """Join the documents with settled saved edges and write the result."""
-    rows = p | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
-    edges = (
-        p | "ReadEdges" >> beam.io.ReadFromParquet(edges_glob) | "AsEdges" >> beam.Map(_row_edge)
-    )
-    _apply_and_write(rows, edges, config, staging, clusters, shuffle or Shuffle(), parts)
+    def expand(self, pbegin: Any) -> None:
+        rows = (
+            pbegin | "Read" >> ReadDocuments(self.config.input) | "CountIn" >> beam.Map(_count_in)
+        )
+        edges = (
+            pbegin
+            | "ReadEdges" >> beam.io.ReadFromParquet(self.edges_glob)
+            | "AsEdges" >> beam.Map(_row_edge)
+        )
+        _apply_and_write(
+            rows, edges, self.config, self.staging, self.clusters, self.shuffle, self.parts
+        )
 
 
 _APPLY_COUNTERS = (
@@ -424,29 +476,23 @@ def run_dedup(
     document store; a failed run leaves `output` as it was.
     """
     if config.input.rstrip("/") == config.output.rstrip("/"):
-        raise UsageError("--output must differ from --input")
+        raise SettingError("output", "must differ from {input}")
     settings = config.near_settings()
-    upstream = read_store_stats(config.input)
-    staging = BEAM_FS.new_staging_dir(config.output)
-    clusters = BEAM_FS.new_staging_dir(config.emit_clusters) if config.emit_clusters else None
-    state = BEAM_FS.join(staging, "_cc", "round")
-    try:
+    with StageRun(beam_argv, progress) as run:
+        upstream = read_store_stats(config.input)
+        staging = run.stage(config.output)
+        clusters = run.stage(config.emit_clusters) if config.emit_clusters else None
+        state = BEAM_FS.join(staging, "_cc", "round")
         text_bytes = int(upstream.get("bytes_out", 0))
         bars = [
             Bar(DOCUMENTS_READ, "read", int(upstream.get("documents_out", 0)) or None),
             Bar(f"written.{DOCS_PREFIX}", "kept"),
         ]
-        local = is_local(pipeline_options(beam_argv))
-        with pipeline_progress(bars, progress and local):
+        with run.progress(bars):
             counters, rounds = _find_and_apply(
-                config, settings, beam_argv, staging, clusters, state, text_bytes
+                run, config, settings, staging, clusters, state, text_bytes
             )
         top = BEAM_FS.read_json(_only(BEAM_FS.join(staging, "_top", "top*")))
-    except BaseException:
-        BEAM_FS.remove_tree(staging)
-        if clusters:
-            BEAM_FS.remove_tree(clusters)
-        raise
     duplicates = counters.get("duplicates", 0)
     stats = {
         "stage": "dedup",
@@ -474,9 +520,9 @@ def run_dedup(
 
 
 def _find_and_apply(
+    run: StageRun,
     config: DedupConfig,
     settings: NearSettings,
-    beam_argv: Sequence[str],
     staging: str,
     clusters: str | None,
     state: str,
@@ -484,19 +530,20 @@ def _find_and_apply(
 ) -> tuple[dict[str, int], int]:
     """The main pipeline, then more star rounds and a second join only if it was not enough.
     `text_bytes` (the input store's) sizes the shuffles' buckets."""
-    options = pipeline_options(beam_argv)
 
     def shuffle(name: str) -> Shuffle:
         # Each pipeline's shuffle files go once it is done; a failure removes all of staging.
-        return shuffle_for(options, BEAM_FS.join(staging, "_shuffle", name), text_bytes)
+        return run.shuffle(BEAM_FS.join(staging, "_shuffle", name), text_bytes)
 
     rounds = config.cc_rounds if (config.exact or config.near) else 0
     parts = parts_for(text_bytes)
-    with run_pipeline(options) as p:
-        main = shuffle("main")
-        build_dedup(p, config, settings, staging, clusters, state, rounds, main, parts)
-    _remove_shuffle(main)
-    counters = read_counters(p.result)
+    main = shuffle("main")
+    with run.pipeline() as p:
+        _ = p | "Dedup" >> Deduplicate(
+            config, settings, staging, clusters, state, rounds, main, parts
+        )
+    remove_shuffle(main)
+    counters = run.counters
     if not counters.get("cc.unsettled", 0):
         return counters, rounds
     found = {k: v for k, v in counters.items() if not _is_apply_counter(k)}
@@ -505,26 +552,23 @@ def _find_and_apply(
             raise ClozeError(f"connected components did not settle in {rounds} rounds")
         previous = f"{state}-{rounds:04d}*"
         rounds += config.cc_rounds
-        with run_pipeline(options) as p:
-            more = shuffle(f"rounds-{rounds:04d}")
-            build_more_rounds(p, previous, f"{state}-{rounds:04d}", config.cc_rounds, more)
-        _remove_shuffle(more)
-        if not read_counters(p.result).get("cc.unsettled", 0):
+        more = shuffle(f"rounds-{rounds:04d}")
+        with run.pipeline() as p:
+            save_as = f"{state}-{rounds:04d}"
+            _ = p | "MoreRounds" >> MoreRounds(previous, save_as, config.cc_rounds, more)
+        remove_shuffle(more)
+        if not run.counters.get("cc.unsettled", 0):
             break
     # The first pipeline's documents and clusters came from unfinished components.
     _delete(BEAM_FS.join(staging, DOCS_GLOB), BEAM_FS.join(staging, "_top", "*"))
     if clusters:
         _delete(BEAM_FS.join(clusters, CLUSTERS_GLOB))
-    with run_pipeline(options) as p:
+    apply = shuffle("apply")
+    with run.pipeline() as p:
         edges = f"{state}-{rounds:04d}*"
-        build_apply(p, config, edges, staging, clusters, shuffle("apply"), parts)
-    applied = {k: v for k, v in read_counters(p.result).items() if _is_apply_counter(k)}
+        _ = p | "Apply" >> ApplySavedClusters(config, edges, staging, clusters, apply, parts)
+    applied = {k: v for k, v in run.counters.items() if _is_apply_counter(k)}
     return {**found, **applied, "cc.unsettled": 0}, rounds
-
-
-def _remove_shuffle(shuffle: Shuffle) -> None:
-    if shuffle.directory is not None:
-        BEAM_FS.remove_tree(shuffle.directory)
 
 
 def _delete(*patterns: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     PipelineOptions,
     PortableOptions,
@@ -26,12 +27,17 @@ def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     DirectRunner first fetches and tries Prism at run time (`clozeworks.pipelines.runner`).
     On any remote runner the workers need this package, so `save_main_session`
     stays off and the caller's `--setup_file` / `--sdk_container_image` are passed through.
+    Beam's FileSystems get these options at once: every path the launcher lists, reads
+    or writes from here on goes with the user's credentials and endpoints (S3's client
+    is made from them; without them it fails with "Must provide one of client or
+    options").
     """
     options = PipelineOptions(list(beam_argv))
     standard = options.view_as(StandardOptions)
     if not standard.runner or standard.runner.lower() in DIRECT_NAMES:
         standard.runner = LOCAL_RUNNER
     options.view_as(SetupOptions).save_main_session = False
+    FileSystems.set_options(options)
     return options
 
 

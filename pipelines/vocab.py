@@ -33,26 +33,20 @@ from clozeworks.corpus.vocab.files import (
     replace_dir,
     write_tokenizer_dir,
 )
-from clozeworks.corpus.vocab.sample import (
-    DEFAULT_HELDOUT_DOCS,
-    DEFAULT_SAMPLE_BYTES,
-    SampleRates,
-    plan_rates,
-)
+from clozeworks.corpus.vocab.sample import SampleRates, SampleSettings
 from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter, read_counters
+from clozeworks.pipelines.counters import counter
 from clozeworks.pipelines.documents_io import (
     DOCUMENTS_READ,
     ReadDocumentTables,
     read_store_stats,
     store_totals,
 )
-from clozeworks.pipelines.options import is_local, pipeline_options
-from clozeworks.pipelines.progress import Bar, pipeline_progress
-from clozeworks.pipelines.runner import run_pipeline
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.pipelines.progress import Bar
+from clozeworks.pipelines.stage import StageRun
+from clozeworks.schemas.errors import BadInputError, SettingError
 from clozeworks.schemas.special_tokens import special_tokens_for
 
 HELDOUT = "heldout"
@@ -63,15 +57,14 @@ TEXTS = pa.schema([("text", pa.string())])
 STATS_VERSION = 1
 
 
-@dataclass
-class VocabRunConfig:
+@dataclass(frozen=True, kw_only=True)
+class VocabRunConfig(SampleSettings):
+    """The sample settings, the vocabulary's, and where: a document store and the
+    tokenizer directory to write."""
+
     input: str
     output: str
     vocab: VocabConfig = field(default_factory=VocabConfig)
-    sample_docs: int | None = None
-    seed: int = 0
-    sample_bytes: int | None = DEFAULT_SAMPLE_BYTES  # None or 0: no limit
-    heldout_docs: int = DEFAULT_HELDOUT_DOCS
     show_progress: bool = False
 
 
@@ -181,53 +174,46 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
     "seconds" how long each step took (not saved: it would make reruns differ)."""
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    options = pipeline_options(beam_argv)
-    if not is_local(options) and _is_local(config.output):
-        raise UsageError(
-            f"{config.output}: with a remote runner the sample is written next to --output, "
-            "so it must be on a shared filesystem (gs://, s3://, ...)"
-        )
-    documents, text_bytes = store_totals(config.input)
-    if documents == 0:
-        raise BadInputError(f"{config.input}: the document store holds no documents")
-    rates = plan_rates(
-        documents,
-        text_bytes,
-        seed=config.seed,
-        sample_docs=config.sample_docs,
-        sample_bytes=config.sample_bytes,
-        heldout_docs=config.heldout_docs,
-    )
-    existed = BEAM_FS.exists(config.output)
-    staging = BEAM_FS.new_staging_dir(config.output)
-    try:
-        counters = _draw_samples(config, options, rates, staging)
-        seconds["sample"], clock = _lap(clock)
-        if not counters.get("sample.documents"):
-            raise BadInputError(
-                f"{config.input}: the sample is empty: of {documents} documents, "
-                "--sample-docs / --sample-bytes select none (raise them)"
+    with StageRun(beam_argv, config.show_progress) as run:
+        if run.remote_workers and _is_local(config.output):
+            raise SettingError(
+                "output",
+                "is on this machine, and the runner's workers write the sample beside it: "
+                "it must be on a shared filesystem (gs://, s3://, ...)",
             )
-        chars = None
-        if config.vocab.kind == "wordpiece":
-            with BEAM_FS.open(BEAM_FS.join(staging, CHARS_FILE)) as f:
-                chars = json.loads(f.read().decode("utf-8"))
-        tok = train_tokenizer(
-            _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
-            config.vocab,
-            chars,
-            show_progress=config.show_progress,
-        )
-        seconds["train"], clock = _lap(clock)
-        heldout = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
-        measured = heldout.summary()
-        seconds["measure"], clock = _lap(clock)
-    except BaseException:
+        documents, text_bytes = store_totals(config.input)
+        if documents == 0:
+            raise BadInputError(f"{config.input}: the document store holds no documents")
+        rates = config.rates(documents, text_bytes)
+        existed = BEAM_FS.exists(config.output)
+        staging = run.stage(config.output)
+        try:
+            counters = _draw_samples(run, config, rates, staging)
+            seconds["sample"], clock = _lap(clock)
+            if not counters.get("sample.documents"):
+                raise BadInputError(
+                    f"{config.input}: the sample is empty: of {documents} documents, "
+                    "--sample-docs / --sample-bytes select none (raise them)"
+                )
+            chars = None
+            if config.vocab.kind == "wordpiece":
+                with BEAM_FS.open(BEAM_FS.join(staging, CHARS_FILE)) as f:
+                    chars = json.loads(f.read().decode("utf-8"))
+            tok = train_tokenizer(
+                _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
+                config.vocab,
+                chars,
+                show_progress=config.show_progress,
+            )
+            seconds["train"], clock = _lap(clock)
+            heldout = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
+            measured = heldout.summary()
+            seconds["measure"], clock = _lap(clock)
+        except BaseException:
+            if not existed:  # leave behind no empty output directory of ours
+                BEAM_FS.remove_tree(config.output)
+            raise
         BEAM_FS.remove_tree(staging)
-        if not existed:  # leave behind no empty output directory of ours
-            BEAM_FS.remove_tree(config.output)
-        raise
-    BEAM_FS.remove_tree(staging)
     stats: dict[str, Any] = {
         "version": STATS_VERSION,
         "kind": config.vocab.kind,
@@ -256,29 +242,40 @@ def _lap(since: float) -> tuple[float, float]:
 
 
 def _draw_samples(
-    config: VocabRunConfig, options: Any, rates: SampleRates, staging: str
+    run: StageRun, config: VocabRunConfig, rates: SampleRates, staging: str
 ) -> dict[str, int]:
     """Run the Beam pipeline that writes the samples (and character counts) to `staging`."""
     documents = int(read_store_stats(config.input).get("documents_out", 0)) or None
     bars = [Bar(DOCUMENTS_READ, "sample", documents)]
-    with (
-        pipeline_progress(bars, config.show_progress and is_local(options)),
-        run_pipeline(options) as p,
-    ):
-        tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
+    with run.progress(bars), run.pipeline() as p:
+        _ = p | "Sample" >> DrawSamples(config, rates, staging)
+    return run.counters
+
+
+class DrawSamples(beam.PTransform):
+    """The vocab stage's pipeline: a document store -> the training and held-out samples as
+    Parquet files in `staging` (and for WordPiece the training sample's character counts)."""
+
+    def __init__(self, config: VocabRunConfig, rates: SampleRates, staging: str) -> None:
+        super().__init__()
+        self.config, self.rates, self.staging = config, rates, staging
+
+    def expand(self, pbegin: Any) -> None:
+        staging = self.staging
+        tables = pbegin | "Read" >> ReadDocumentTables(self.config.input, ["id", "text"])
         # Training-sample chunks (main) and held-out chunks (tagged).
-        parts = tables | "Sample" >> SampleForVocab(rates)
+        parts = tables | "Split" >> SampleForVocab(self.rates)
         _ = parts.sample | "WriteSample" >> beam.io.WriteToParquetBatched(
             BEAM_FS.join(staging, SAMPLE_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
         _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToParquetBatched(
             BEAM_FS.join(staging, HELDOUT_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
-        if config.vocab.kind == "wordpiece":
+        if self.config.vocab.kind == "wordpiece":
             # {character: count} over the training sample: the WordPiece alphabet's source.
             counts = parts.sample | "CountChars" >> CountChars()
-            _ = counts | "WriteChars" >> beam.ParDo(_WriteJson(BEAM_FS.join(staging, CHARS_FILE)))
-    return read_counters(p.result)
+            write = _WriteJson(BEAM_FS.join(staging, CHARS_FILE))
+            _ = counts | "WriteChars" >> beam.ParDo(write)
 
 
 def _measure(tok: Any, vocab: VocabConfig, heldout_pattern: str) -> HeldOutStats:

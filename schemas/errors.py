@@ -6,6 +6,9 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 
 class ClozeError(Exception):
     """A failure the user can act on. `str(err)` is the whole message."""
@@ -33,3 +36,21 @@ class SchemaError(BadInputError):
         self.field = field
         self.problem = problem
         super().__init__(f"{source}: field '{field}': {problem}")
+
+
+class SettingError(UsageError):
+    """A setting whose value no run can use. `setting` is its name as a config field
+    (`max_seq_len`); the command line says it as its flag (`--max-seq-len`). `problem` may
+    name other settings as `{name}`, said the same way."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        self.setting = setting
+        self.problem = problem
+        super().__init__(self.said(lambda name: name))
+
+    def said(self, name_of: Callable[[str], str]) -> str:
+        """The message with every setting named by `name_of` (a field name -> its flag)."""
+        return f"{name_of(self.setting)} {_SETTING.sub(lambda m: name_of(m[1]), self.problem)}"
+
+
+_SETTING = re.compile(r"\{(\w+)\}")

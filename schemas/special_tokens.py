@@ -9,10 +9,10 @@ names. The order here is the order in which `cloze vocab` adds them, so their id
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 VocabKind = Literal["wordpiece", "bpe", "unigram"]
-VOCAB_KINDS: tuple[VocabKind, ...] = ("wordpiece", "bpe", "unigram")
+VOCAB_KINDS: tuple[VocabKind, ...] = get_args(VocabKind)
 
 
 @dataclass(frozen=True)

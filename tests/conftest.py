@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
 from clozeworks.pipelines import options
@@ -56,8 +57,7 @@ def small_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildPaths, M
         inputs=[str(raw.parent)],
         root=str(root),
         vocab=VocabConfig(kind="wordpiece", vocab_size=2000),
-        max_seq_len=64,
-        sequences_per_shard=300,
+        shard=ShardSettings(max_seq_len=64, sequences_per_shard=300),
     )
     return run_build(config, report=lambda _: None)
 

@@ -33,9 +33,11 @@ from bench.scale.corpus import documents
 from bench.shard.sentence_words import edge_rule
 from clozeworks.corpus.shards import tokenize
 from clozeworks.corpus.shards.blocks import iter_blocks
+from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
+from clozeworks.pipelines.clean import CleanSettings
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.schemas.documents import DOCUMENT
 from clozeworks.schemas.manifest import read_manifest
@@ -48,11 +50,9 @@ def demo_store(root: Path) -> tuple[str, str]:
         BuildConfig(
             inputs=[str(raw.parent)],
             root=str(root),
-            clean={"id_field": "id"},
+            clean=CleanSettings(id_field="id"),
             vocab=VocabConfig(kind="wordpiece", vocab_size=8000),
-            mode="full-sentences",
-            max_seq_len=128,
-            sequences_per_shard=2048,
+            shard=ShardSettings(mode="full-sentences", max_seq_len=128, sequences_per_shard=2048),
         ),
         report=lambda _: None,
     )

@@ -82,7 +82,10 @@ def child_ours(docs: str, out: str, kind: str, vocab_size: int | None, sample: i
     from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 
     config = VocabRunConfig(
-        docs, out, VocabConfig(kind=kind, vocab_size=vocab_size), sample_bytes=sample or None
+        input=docs,
+        output=out,
+        vocab=VocabConfig(kind=kind, vocab_size=vocab_size),
+        sample_bytes=sample or None,
     )
     start = time.perf_counter()
     stats = run_vocab(config)

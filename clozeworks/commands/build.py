@@ -4,16 +4,20 @@ ROOT/tokenizer and ROOT/shards, with one set of flags or a TOML file (--config).
 A stage whose output is complete and was made from the same settings and input is
 skipped (ROOT/build.json records what each stage was made from); --force reruns all.
 
-Every flag of `cloze clean`, `dedup`, `vocab` and `shard` is a flag here too (not the
-outputs --rejects and --emit-clusters; --seed is the shard seed), with that verb's
-default. The TOML file takes the flags' names as keys (dashes or underscores), at the top
-level or under [clean], [dedup], [vocab] and [shard]; flags given on the command line win:
+Every setting of `cloze clean`, `dedup`, `vocab` and `shard` is a setting here too, with
+that verb's default (not the outputs --rejects and --emit-clusters). Where two stages have
+a setting of the same name, the flag is the first stage's in the order shard, clean, dedup,
+vocab (--seed is the shard seed); the others are set in the file. The TOML file takes the
+settings' names as keys (dashes or underscores), under [clean], [dedup], [vocab] and
+[shard], or at the top level for the stage whose flag it is; flags given on the command
+line win:
 
     input = ["raw/"]
     output = "work"
     [vocab]
     kind = "wordpiece"
     vocab-size = 30522
+    seed = 7          # the vocabulary sample's seed
     [shard]
     mode = "nsp"
     premask = "wwm"
@@ -23,28 +27,46 @@ level or under [clean], [dedup], [vocab] and [shard]; flags given on the command
 from __future__ import annotations
 
 import argparse
-import copy
-import functools
 import tomllib
-from dataclasses import fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
-from clozeworks.commands import clean as clean_verb
-from clozeworks.commands import dedup as dedup_verb
-from clozeworks.commands import vocab as vocab_verb
-from clozeworks.commands.shard import add_shard_arguments
+from clozeworks.commands.clean import add_filter_settings, filter_options
+from clozeworks.commands.flags import add_settings
+from clozeworks.corpus.shards.settings import ShardSettings
+from clozeworks.corpus.text.filters import FILTERS, filter_params
+from clozeworks.corpus.vocab.sample import SampleSettings
+from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
-from clozeworks.pipelines.shard import ShardConfig
+from clozeworks.pipelines.clean import CleanSettings
+from clozeworks.pipelines.dedup import DedupSettings
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.settings import Setting, settings_of
 
 HELP = "raw files -> docs, tokenizer and shards in one go"
 BEAM = True
+
+
+@dataclass(frozen=True)
+class Part:
+    """One settings class of one stage: `[section]` in the TOML file, a field of BuildConfig."""
+
+    section: str
+    field: str
+    cls: type
+
+
+# In flag order: a setting name two stages share is the first one's flag.
+PARTS = (
+    Part("shard", "shard", ShardSettings),
+    Part("clean", "clean", CleanSettings),
+    Part("dedup", "dedup", DedupSettings),
+    Part("vocab", "vocab", VocabConfig),
+    Part("vocab", "sample", SampleSettings),
+)
 SECTIONS = ("clean", "dedup", "vocab", "shard")
-STAGE_VERBS = {"clean": clean_verb, "dedup": dedup_verb, "vocab": vocab_verb}
-# A stage verb's flags that build has in its own form, or that are its own business.
-NOT_BORROWED = {"help", "input", "output", "progress", "rejects", "emit_clusters"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,155 +75,166 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", nargs="+", metavar="PATH", help="raw files, dirs or globs")
     p.add_argument("--output", metavar="DIR", help="root of the build")
     p.add_argument("--force", action="store_true", default=None, help="rerun every stage")
-    # shard first: --seed is the shard seed (vocab's and dedup's keep their defaults).
-    add_shard_arguments(p.add_argument_group("shard"), with_defaults=False)
-    for name, module in STAGE_VERBS.items():
-        _borrow(p, p.add_argument_group(name), module)
+    groups = {}
+    for part in PARTS:
+        if part.section not in groups:
+            groups[part.section] = p.add_argument_group(part.section)
+        add_settings(groups[part.section], part.cls, with_defaults=False)
+    # The same spelling as `cloze vocab`'s for --no-cased.
+    groups["vocab"].add_argument(
+        "--uncased", dest="cased", action="store_false", default=None, help="as --no-cased"
+    )
+    add_filter_settings(groups["clean"], with_defaults=False)
 
 
-@functools.cache
-def _verb_parser(module: Any) -> argparse.ArgumentParser:
-    """A stage verb's own parser (only read: `_borrow` copies its actions)."""
-    probe = argparse.ArgumentParser(add_help=False)
-    module.add_arguments(probe)
-    return probe
+def _flag_owners(parser_actions: dict[str, argparse.Action]) -> dict[str, Part]:
+    """Which part each flag's dest sets: the first part with a setting of that name."""
+    owners: dict[str, Part] = {}
+    for part in PARTS:
+        for s in settings_of(part.cls):
+            owners.setdefault(s.name, part)
+    return {dest: owners[dest] for dest in parser_actions if dest in owners}
 
 
-def _borrow(p: argparse.ArgumentParser, group: Any, module: Any) -> None:
-    """Every flag of a stage's own verb that build does not have yet, with no default (so
-    a flag given is told from one not given, and the TOML file fills in the rest); the
-    verb's default goes into the help."""
-    taken = {o for a in p._actions for o in a.option_strings}
-    for action in _verb_parser(module)._actions:
-        if action.dest in NOT_BORROWED or any(o in taken for o in action.option_strings):
-            continue
-        copied = copy.copy(action)
-        if action.default not in (None, False, argparse.SUPPRESS) and action.help:
-            copied.help = f"{action.help} (default: {action.default})".replace("%", "%%")
-        copied.default = None
-        copied.required = False
-        group._add_action(copied)
-        taken.update(copied.option_strings)
-
-
-def _actions(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """Each setting's action by dest and by flag name (`min_chars` for --min-chars)."""
-    out: dict[str, argparse.Action] = {}
-    for action in p._actions:
-        if action.dest in ("help", "config"):
-            continue
-        out[action.dest] = action
-        for flag in action.option_strings:
-            if flag.startswith("--") and not flag.startswith("--no-"):
-                out.setdefault(flag[2:].replace("-", "_"), action)
+def _keys(part: Part) -> dict[str, Setting]:
+    """A part's settings by every name the file may use: field, flag, dashes or not."""
+    out = {}
+    for s in settings_of(part.cls):
+        for name in (s.name, s.flag[2:], s.flag[2:].replace("-", "_")):
+            out[name] = s
     return out
 
 
-def read_toml(path: Path, actions: dict[str, argparse.Action]) -> dict[str, Any]:
-    """Settings from a TOML file, keyed by flag dest. UsageError naming the file and key."""
+def _filter_keys() -> dict[str, str]:
+    """Filter thresholds (clean's): TOML key -> the flag's dest."""
+    out = {}
+    for name in FILTERS:
+        for param in filter_params(name):
+            dest = "filter__" + param.flag.replace("-", "_")
+            out[param.flag] = out[param.flag.replace("-", "_")] = dest
+    return out
+
+
+def _value(path: Path, key: str, s: Setting, value: Any) -> Any:
+    """A TOML value checked against its setting; UsageError naming the file and key."""
+    if isinstance(value, str) and s.parse is not None:
+        try:
+            return s.parse(value)
+        except (ValueError, UsageError) as err:
+            raise UsageError(f"{path}: {key}: {err}") from None
+    if s.kind in (int, float) and not (value is None and s.optional):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UsageError(f"{path}: {key} must be a number, got {value!r}")
+        value = s.kind(value)
+    if s.choices is not None and not (value is None and s.optional) and value not in s.choices:
+        choices = ", ".join(map(str, s.choices))
+        raise UsageError(f"{path}: {key} must be one of {choices}, got {value!r}")
+    if s.kind is bool and not isinstance(value, bool):
+        raise UsageError(f"{path}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def read_toml(path: Path, owners: dict[str, Part]) -> dict[Any, Any]:
+    """Settings from a TOML file: {(section field, setting name): value} for the stages'
+    settings, {name: value} for build's own and the filter thresholds."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise UsageError(f"{path}: cannot read ({err.strerror or err})") from None
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"{path}: not valid TOML ({err})") from None
-    flat: dict[str, Any] = {}
+    filters = _filter_keys()
+    out: dict[Any, Any] = {}
     for key, value in data.items():
         if key in SECTIONS and isinstance(value, dict):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
+            for name, item in value.items():
+                _place(out, path, f"{key}.{name}", key, name, item, owners, filters)
         else:
-            flat[key] = value
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        dest = key.rsplit(".", 1)[-1].replace("-", "_")
-        action = actions.get(dest)
-        if action is None:
-            raise UsageError(f"{path}: unknown setting {key!r}")
-        if action.dest == "input" and isinstance(value, str):
-            value = [value]
-        if action.choices is not None and value not in action.choices:
-            choices = ", ".join(map(str, action.choices))
-            raise UsageError(f"{path}: {key} must be one of {choices}, got {value!r}")
-        want = action.type if action.type in (int, float) else None
-        if want is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise UsageError(f"{path}: {key} must be a number, got {value!r}")
-        out[action.dest] = want(value) if want is not None else value
+            _place(out, path, key, None, key, value, owners, filters)
     return out
 
 
-def _shard_defaults() -> dict[str, Any]:
-    probe = argparse.ArgumentParser(add_help=False)
-    add_shard_arguments(probe)
-    return {a.dest: a.default for a in probe._actions}
+def _place(
+    out: dict[Any, Any],
+    path: Path,
+    key: str,
+    section: str | None,
+    name: str,
+    value: Any,
+    owners: dict[str, Part],
+    filters: dict[str, str],
+) -> None:
+    if section is None and name in ("input", "output", "force"):
+        out[name] = [value] if name == "input" and isinstance(value, str) else value
+        return
+    if section in (None, "clean") and name in filters:
+        out[filters[name]] = value
+        return
+    parts = [p for p in PARTS if p.section == section] if section else []
+    if section is None:
+        dest = name.replace("-", "_")
+        owner = owners.get(dest) or next((p for p in PARTS if name in _keys(p)), None)
+        parts = [owner] if owner is not None else []
+    for part in parts:
+        keys = _keys(part)
+        if name in keys:
+            s = keys[name]
+            out[(part.field, s.name)] = _value(path, key, s, value)
+            return
+    raise UsageError(f"{path}: unknown setting {key!r}")
 
 
-def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]) -> dict[str, Any]:
-    """Flags given > the TOML file > each stage verb's own defaults."""
-    values: dict[str, Any] = {}
-    for module in STAGE_VERBS.values():
-        own = _verb_defaults(module)
-        values.update({k: v for k, v in own.items() if k not in NOT_BORROWED})
-    values.update(_shard_defaults())
-    values.update(force=False)
+def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]) -> BuildConfig:
+    """Flags given > the TOML file > each stage's own defaults."""
+    owners = _flag_owners(parser_actions)
+    values: dict[Any, Any] = {}
     if args.config is not None:
-        values.update(read_toml(args.config, parser_actions))
-    values.update({k: v for k, v in vars(args).items() if v is not None and k != "config"})
+        values.update(read_toml(args.config, owners))
+    for dest, value in vars(args).items():
+        if value is None or dest in ("config", "progress", "given_flags", "command"):
+            continue
+        if dest in owners:
+            values[(owners[dest].field, dest)] = value
+        else:
+            values[dest] = value
     if not values.get("input") or not values.get("output"):
         raise UsageError("--input and --output are required (on the command line or in --config)")
-    return values
+    return config_from(values)
 
 
-def _verb_defaults(module: Any) -> dict[str, Any]:
-    return {a.dest: a.default for a in _verb_parser(module)._actions if a.dest != "help"}
-
-
-def _stage_args(values: dict[str, Any], module: Any, **fixed: Any) -> argparse.Namespace:
-    """The namespace the stage's own verb would have parsed from these settings."""
-    picked = {
-        dest: default if dest in NOT_BORROWED else values.get(dest, default)
-        for dest, default in _verb_defaults(module).items()
+def config_from(values: dict[Any, Any]) -> BuildConfig:
+    stages: dict[str, dict[str, Any]] = {part.field: {} for part in PARTS}
+    for key, value in values.items():
+        if isinstance(key, tuple):
+            stages[key[0]][key[1]] = value
+    # Filter thresholds: flags and file values over the registry's defaults.
+    clean = stages["clean"]
+    names = clean.get("filters") or CleanSettings().filters
+    defaults = {
+        "filter__" + p.flag.replace("-", "_"): p.default for n in names for p in filter_params(n)
     }
-    return argparse.Namespace(**{**picked, "progress": False, **fixed})
-
-
-def config_from(values: dict[str, Any]) -> BuildConfig:
-    shard_fields = set(ShardConfig.__dataclass_fields__) - {
-        "input", "tokenizer", "output", "mode", "max_seq_len", "seed", "sequences_per_shard",
-        "settings",
-    }  # fmt: skip
-    clean = clean_verb.config_from_args(
-        _stage_args(values, clean_verb, input=list(values["input"]), output="")
-    )
-    dedup = dedup_verb.config_from_args(_stage_args(values, dedup_verb, input="", output=""))
-    # Build's --seed is the shard seed: vocab samples with its own default seed.
-    vocab_seed = _verb_defaults(vocab_verb)["seed"]
-    vocab = vocab_verb.config_from_args(
-        _stage_args(values, vocab_verb, input="", output="", seed=vocab_seed)
-    )
+    given = {k: v for k, v in values.items() if isinstance(k, str) and k.startswith("filter__")}
+    clean["filter_options"] = filter_options(argparse.Namespace(**{**defaults, **given}), names)
     return BuildConfig(
         inputs=list(values["input"]),
         root=str(values["output"]),
-        clean=_fields(clean, "inputs", "output"),
-        dedup=_fields(dedup, "input", "output"),
-        vocab=vocab.vocab,
-        vocab_sample_docs=vocab.sample_docs,
-        vocab_options={"sample_bytes": vocab.sample_bytes, "heldout_docs": vocab.heldout_docs},
-        mode=values["mode"],
-        max_seq_len=values["max_seq_len"],
-        seed=values["seed"],
-        sequences_per_shard=values["sequences_per_shard"],
-        shard={k: values[k] for k in shard_fields if k in values},
-        force=values["force"],
+        clean=CleanSettings(**clean),
+        dedup=DedupSettings(**stages["dedup"]),
+        vocab=VocabConfig(**stages["vocab"]),
+        sample=SampleSettings(**stages["sample"]),
+        shard=ShardSettings(**stages["shard"]),
+        force=bool(values.get("force", False)),
     )
 
 
-def _fields(config: Any, *paths: str) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in fields(config) if f.name not in paths}
+def _actions(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {a.dest: a for a in p._actions if a.dest not in ("help", "config")}
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     probe = argparse.ArgumentParser(add_help=False)
     add_arguments(probe)
-    config = config_from(resolve(args, _actions(probe)))
+    config = resolve(args, _actions(probe))
+    config.shard.validate()
     run_build(config, beam_argv, progress=progress_wanted(args))
     return 0

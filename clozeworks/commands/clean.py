@@ -18,14 +18,13 @@ Every threshold is a flag below; defaults and sources are in docs/filters.md.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
-from clozeworks.corpus.text.filters import FILTERS, expand_names, filter_params
-from clozeworks.corpus.text.normalize import NORMAL_FORMS
-from clozeworks.corpus.text.readers import DEFAULT_MAX_RECORD_BYTES, DOC_SEPS, FORMATS
-from clozeworks.pipelines.clean import CleanConfig, run_clean
-from clozeworks.schemas.errors import UsageError
+from clozeworks.commands.flags import add_settings, settings_from
+from clozeworks.corpus.text.filters import FILTERS, filter_params
+from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
 
 HELP = "raw files -> clean documents (normalize, filter)"
 BEAM = True
@@ -35,48 +34,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p)
     p.add_argument("--input", nargs="+", required=True, metavar="PATH", help="files, dirs or globs")
     p.add_argument("--output", required=True, metavar="DIR", help="document store to write")
-    p.add_argument("--format", choices=FORMATS, help="record format (default: by extension)")
-    p.add_argument("--text-field", default="text", help="JSON field / Parquet column of the text")
-    p.add_argument("--id-field", help="field holding a document id (default: path#line)")
-    p.add_argument(
-        "--doc-sep",
-        choices=DOC_SEPS,
-        default="file",
-        help=".txt: a file or a blank-line block per document",
-    )
-    p.add_argument("--normalize", choices=NORMAL_FORMS, default="NFC", help="Unicode normal form")
-    p.add_argument(
-        "--fix-mojibake",
-        action="store_true",
-        help="repair wrongly decoded text with ftfy (needs the [ftfy] extra)",
-    )
-    p.add_argument(
-        "--filters",
-        default="length",
-        help=f"comma-separated, from: {', '.join(sorted([*FILTERS, 'gopher']))} (default: length)",
-    )
     p.add_argument("--rejects", metavar="DIR", help="also write dropped records with their reason")
-    p.add_argument(
-        "--max-record-bytes",
-        type=int,
-        default=DEFAULT_MAX_RECORD_BYTES,
-        help="longer raw records are counted as too_long and skipped unread",
-    )
+    add_settings(p, CleanSettings)
+    add_filter_settings(p)
+
+
+def add_filter_settings(p: Any, with_defaults: bool = True) -> None:
+    """A flag per threshold of every filter (`--c4-min-words`, ...), from the registry;
+    `with_defaults=False` leaves the defaults None (`cloze build`'s file fills in)."""
     for name in FILTERS:
-        group = p.add_argument_group(f"{name} filter")
+        is_parser = isinstance(p, argparse.ArgumentParser)
+        group = p.add_argument_group(f"{name} filter") if is_parser else p
         for param in filter_params(name):
-            _add_param(group, param.flag, param.type, param.default, param.help)
+            default = param.default if with_defaults else None
+            _add_param(group, param.flag, param.type, default, param.help, param.default)
 
 
-def _add_param(group: Any, flag: str, kind: type, default: Any, help_: str) -> None:
+def _add_param(
+    group: Any, flag: str, kind: type, default: Any, help_: str, shown: Any = None
+) -> None:
     dest = "filter__" + flag.replace("-", "_")
+    shown = default if shown is None else shown
     if kind is bool:
         group.add_argument(
             f"--{flag}",
             dest=dest,
             action=argparse.BooleanOptionalAction,
             default=default,
-            help=f"{help_} (default: {default})",
+            help=f"{help_} (default: {shown})",
         )
     else:
         group.add_argument(
@@ -85,11 +70,11 @@ def _add_param(group: Any, flag: str, kind: type, default: Any, help_: str) -> N
             type=kind,
             default=default,
             metavar={int: "N", float: "X"}.get(kind, "S"),
-            help=f"{help_} (default: {default!r})",
+            help=f"{help_} (default: {shown!r})",
         )
 
 
-def filter_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict[str, Any]]:
+def filter_options(args: argparse.Namespace, names: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per-filter keyword arguments from the parsed flags."""
     return {
         name: {
@@ -100,30 +85,17 @@ def filter_options(args: argparse.Namespace, names: list[str]) -> dict[str, dict
     }
 
 
-def config_from_args(args: argparse.Namespace) -> CleanConfig:
-    """The CleanConfig the flags describe (`cloze build` builds its clean stage with it)."""
-    try:
-        filters = expand_names([f for f in args.filters.split(",") if f])
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return CleanConfig(
-        inputs=args.input,
-        output=args.output,
-        fmt=args.format,
-        text_field=args.text_field,
-        id_field=args.id_field,
-        doc_sep=args.doc_sep,
-        normal_form=args.normalize,
-        filters=filters,
-        filter_options=filter_options(args, filters),
-        fix_mojibake=args.fix_mojibake,
-        rejects=args.rejects,
-        max_record_bytes=args.max_record_bytes,
-    )
+def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The clean settings the flags describe (`cloze build` builds its clean stage with it)."""
+    values = settings_from(args, CleanSettings)
+    values["filter_options"] = filter_options(args, values["filters"])
+    return values
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    config = config_from_args(args)
+    config = CleanConfig(
+        inputs=args.input, output=args.output, rejects=args.rejects, **settings_from_args(args)
+    )
     stats = run_clean(config, beam_argv, progress_wanted(args))
     dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))
     print(

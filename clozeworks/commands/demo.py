@@ -13,10 +13,12 @@ from pathlib import Path
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.inspect import render
 from clozeworks.corpus.inspect.shards import shard_summary
+from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.text.probe import write_package_task
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
+from clozeworks.pipelines.clean import CleanSettings
 from clozeworks.trainer.config import override
 from clozeworks.trainer.finetune.run import run_finetune
 from clozeworks.trainer.finetune.tasks import load_task
@@ -58,11 +60,9 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
             root=str(root),
             # The docstrings carry stable ids (module:line:name). Without them ids would
             # contain the output path, and the sample and shuffle would depend on it.
-            clean={"id_field": "id"},
+            clean=CleanSettings(id_field="id"),
             vocab=VocabConfig(kind="wordpiece", vocab_size=args.vocab_size),
-            mode="full-sentences",
-            max_seq_len=128,
-            sequences_per_shard=2048,
+            shard=ShardSettings(mode="full-sentences", max_seq_len=128, sequences_per_shard=2048),
         ),
         beam_argv,
         progress=progress_wanted(args),

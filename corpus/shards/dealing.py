@@ -10,10 +10,16 @@ sample of the corpus.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
+
+from clozeworks.corpus.shards.instances import SequenceBatch
+
+Rank = TypeVar("Rank", int, np.ndarray)
 
 DEFAULT_BUCKET_BITS = 12
 
@@ -42,9 +48,29 @@ def number_of_shards(total: int, num_shards: int | None, sequences_per_shard: in
     return max(1, math.ceil(total / per))
 
 
-def place(rank: int, shards: int) -> tuple[int, int]:
-    """(shard, position inside the shard) of the sequence with global rank `rank`."""
+def place(rank: Rank, shards: int) -> tuple[Rank, Rank]:
+    """(shard, position inside the shard) of the sequence with global rank `rank` (or of
+    each in an array of ranks)."""
     return rank % shards, rank // shards
+
+
+def deal_bucket(
+    batch: SequenceBatch, offset: int, shards: int
+) -> Iterator[tuple[int, np.ndarray, SequenceBatch]]:
+    """One bucket's sequences (all of them) dealt to shards: (shard, positions, sequences)
+    for each shard they go to. `offset` is the number of sequences in all smaller buckets,
+    so a sequence's rank is `offset` + its place in the bucket's key order."""
+    order = key_order(batch.keys, functools.partial(_tiebreak, batch))
+    shard_of, position = place(offset + np.arange(len(order), dtype=np.int64), shards)
+    by_shard = np.argsort(shard_of, kind="stable")
+    for part in np.split(by_shard, np.flatnonzero(np.diff(shard_of[by_shard])) + 1):
+        if len(part):
+            yield int(shard_of[part[0]]), position[part], batch.take(order[part])
+
+
+def _tiebreak(batch: SequenceBatch) -> list[bytes]:
+    pairs = zip(batch.sequences(), batch.copies.tolist(), strict=True)
+    return [s.tobytes() + c.to_bytes(2, "big") for s, c in pairs]
 
 
 def bucket_bits_for(total_bytes: int, bytes_per_bucket: int = 16 << 20) -> int:

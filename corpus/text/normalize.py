@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Any, Literal, get_args
 
 from clozeworks.schemas.errors import UsageError
 
-NORMAL_FORMS = ("NFC", "NFKC")
+NormalForm = Literal["NFC", "NFKC"]
+NORMAL_FORMS: tuple[NormalForm, ...] = get_args(NormalForm)
 
 # C0/C1 control characters except tab and newline, plus the byte-order mark; \r is handled
 # as a line break before this runs.
@@ -29,7 +30,7 @@ def normalize_text(text: str, form: str = "NFC", fix_mojibake: bool = False) -> 
     if fix_mojibake:
         text = _ftfy().fix_text(text, normalization=form)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = unicodedata.normalize(form, text)  # type: ignore[arg-type]
+    text = unicodedata.normalize(form, text)
     text = _CONTROL.sub("", text)
     text = _SPACES.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))

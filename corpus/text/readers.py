@@ -24,15 +24,18 @@ import json
 import lzma
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import IO, Any, cast
+from typing import IO, Any, Literal, cast, get_args
 
 import zstandard
 
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
-FORMATS = ("jsonl", "parquet", "txt")
-DOC_SEPS = ("file", "blank")
+Format = Literal["jsonl", "parquet", "txt"]
+FORMATS: tuple[Format, ...] = get_args(Format)
+# A .txt file is one document, or one per blank-line-separated block.
+DocSep = Literal["file", "blank"]
+DOC_SEPS: tuple[DocSep, ...] = get_args(DocSep)
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2", ".xz")
 # Largest record kept (raw bytes). Far above the length filter's default 10M characters of
 # ASCII; a record past it is counted `too_long` without ever being held in memory.

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import SettingError, UsageError
+from clozeworks.schemas.settings import setting
 
 # SentencePiece's advice is about 10M sentences; 1 GB of text is of that order and keeps the
 # trainer's word table in a few GB of memory on any corpus.
@@ -75,12 +76,12 @@ def plan_rates(
     (whichever is smaller; None or 0 means no limit) out of a store of `documents` documents
     and `text_bytes` bytes, after setting aside about `heldout_docs` for measurement."""
     for name, value in (
-        ("--sample-docs", sample_docs),
-        ("--sample-bytes", sample_bytes),
-        ("--heldout-docs", heldout_docs),
+        ("sample_docs", sample_docs),
+        ("sample_bytes", sample_bytes),
+        ("heldout_docs", heldout_docs),
     ):
         if value is not None and value < 0:
-            raise UsageError(f"{name} must not be negative (got {value})")
+            raise SettingError(name, f"must not be negative (got {value})")
     if documents <= 0:
         return SampleRates(seed=seed, train=1.0, heldout=0.0)
     heldout = min(heldout_docs / documents, MAX_HELDOUT_SHARE)
@@ -104,3 +105,37 @@ def parse_size(text: str) -> int:
     if value < 0:
         raise UsageError(f"{text!r}: a size must not be negative")
     return int(value * units[unit])
+
+
+@dataclass(frozen=True)
+class SampleSettings:
+    """What a vocabulary is trained and measured on."""
+
+    sample_docs: int | None = setting(None, "train on about N documents", metavar="N")
+    # 0 (or None): the whole store.
+    sample_bytes: int | None = setting(
+        DEFAULT_SAMPLE_BYTES,
+        "train on about this much text, e.g. 500M, 2G; 0 for all (default 1G)",
+        metavar="SIZE",
+        parse=parse_size,
+    )
+    seed: int = setting(0, "seed of the samples")
+    heldout_docs: int = setting(
+        DEFAULT_HELDOUT_DOCS,
+        "documents held out to measure the vocabulary (at most 5% of the store)",
+        metavar="N",
+    )
+
+    def __post_init__(self) -> None:
+        if self.sample_docs is not None and self.sample_docs <= 0:
+            raise SettingError("sample_docs", f"must be positive (got {self.sample_docs})")
+
+    def rates(self, documents: int, text_bytes: int) -> SampleRates:
+        return plan_rates(
+            documents,
+            text_bytes,
+            seed=self.seed,
+            sample_docs=self.sample_docs,
+            sample_bytes=self.sample_bytes,
+            heldout_docs=self.heldout_docs,
+        )

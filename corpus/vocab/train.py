@@ -41,8 +41,9 @@ from clozeworks.corpus.vocab.files import (
     write_tokenizer_dir,
 )
 from clozeworks.corpus.vocab.sample import sample_score
-from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.schemas.special_tokens import VOCAB_KINDS, special_tokens_for
+from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
+from clozeworks.schemas.settings import check_at_least, check_choices, setting
+from clozeworks.schemas.special_tokens import VocabKind, special_tokens_for
 
 __all__ = [
     "DEFAULT_CASED",
@@ -82,38 +83,63 @@ NO_TEXT = "no text to train a vocabulary on: the input is empty or every documen
 SENTINEL = "<extra_id_{}>"
 
 
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t)
+
+
 @dataclass(frozen=True)
 class VocabConfig:
-    kind: str = "wordpiece"
-    vocab_size: int | None = None  # None: the paper default for `kind`
-    min_frequency: int = 2  # WordPiece and BPE: merges seen fewer times are not made
-    limit_alphabet: int | None = 1000  # WordPiece: keep this many most frequent characters
-    cased: bool | None = None  # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not)
-    extra_special_tokens: tuple[str, ...] = ()
+    kind: VocabKind = setting(
+        "wordpiece",
+        "wordpiece: BERT; bpe: RoBERTa byte-level BPE; unigram: ALBERT/SentencePiece",
+    )
+    # None: the paper's size for `kind` (DEFAULT_VOCAB_SIZE).
+    vocab_size: int | None = setting(
+        None,
+        "default: " + ", ".join(f"{n} {k}" for k, n in DEFAULT_VOCAB_SIZE.items()),
+        metavar="N",
+    )
+    min_frequency: int = setting(2, "wordpiece, bpe: make no merge seen fewer times", metavar="N")
+    limit_alphabet: int | None = setting(
+        1000, "wordpiece: keep the N most frequent characters", metavar="N"
+    )
+    # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not).
+    cased: bool | None = setting(
+        None, "keep case; --no-cased lowercases and strips accents (default: as the paper)"
+    )
+    extra_special_tokens: tuple[str, ...] = setting(
+        (),
+        "extra special tokens, comma-separated (ids after the five standard ones)",
+        flag="special-tokens",
+        metavar="T1,T2",
+        parse=_tokens,
+    )
     # T5's sentinels <extra_id_0> ... <extra_id_{N-1}>, added after training as the last
     # ids, <extra_id_0> the very last (T5's 100 on top of its 32,000 pieces).
-    sentinels: int = 0
+    sentinels: int = setting(
+        0,
+        "add T5's sentinels <extra_id_0>..<extra_id_N-1> as the last N ids, which span "
+        "corruption (--objective t5) needs; T5 used 100",
+        metavar="N",
+    )
 
     def __post_init__(self) -> None:
-        if self.sentinels < 0:
-            raise UsageError(f"--sentinels must not be negative (got {self.sentinels})")
-        if self.kind not in VOCAB_KINDS:
-            raise UsageError(f"unknown vocabulary kind {self.kind!r}; use {', '.join(VOCAB_KINDS)}")
+        check_at_least("sentinels", self.sentinels, 0)
+        check_choices(self)
         specials = special_tokens_for(self.kind).order
         floor = len(specials) + len(self.extra_special_tokens) + 1
         if self.vocab_size is not None and self.vocab_size < floor:
-            raise UsageError(f"--vocab-size must be at least {floor} (got {self.vocab_size})")
-        if self.min_frequency < 0:
-            raise UsageError(f"--min-frequency must not be negative (got {self.min_frequency})")
-        if self.limit_alphabet is not None and self.limit_alphabet < 1:
-            raise UsageError(f"--limit-alphabet must be positive (got {self.limit_alphabet})")
+            raise SettingError("vocab_size", f"must be at least {floor} (got {self.vocab_size})")
+        check_at_least("min_frequency", self.min_frequency, 0)
+        if self.limit_alphabet is not None:
+            check_at_least("limit_alphabet", self.limit_alphabet, 1)
         for token in self.extra_special_tokens:
             if not token or token != token.strip():
                 raise UsageError(f"special token {token!r} is empty or has surrounding spaces")
             if token in specials:
                 raise UsageError(f"{token} is already a {self.kind} special token")
         if len(set(self.extra_special_tokens)) != len(self.extra_special_tokens):
-            raise UsageError("--special-tokens lists a token twice")
+            raise SettingError("extra_special_tokens", "lists a token twice")
 
     @property
     def size(self) -> int:

@@ -2,11 +2,13 @@
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from clozeworks.cli import main
+from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
@@ -36,17 +38,17 @@ def test_stages_rerun_only_when_their_settings_or_input_change(tmp_path) -> None
         inputs=[str(raw.parent)],
         root=str(root),
         vocab=VocabConfig(kind="wordpiece", vocab_size=1200),
-        max_seq_len=64,
+        shard=ShardSettings(max_seq_len=64),
     )
     assert _run(config) == ["clean", "dedup", "vocab", "shard"]
     manifest = root / "shards" / "manifest.json"
     before = manifest.read_bytes()
     assert _run(config) == ["clean skipped", "dedup skipped", "vocab skipped", "shard skipped"]
     assert manifest.read_bytes() == before
-    config.mode = "nsp"  # a shard setting: only the shards are rebuilt
+    config = replace(config, shard=replace(config.shard, mode="nsp"))  # only shards rebuilt
     assert _run(config) == ["clean skipped", "dedup skipped", "vocab skipped", "shard"]
     assert json.loads(manifest.read_text())["mode"] == "nsp"
-    config.vocab = VocabConfig(kind="wordpiece", vocab_size=1100)  # new vocabulary, new shards
+    config = replace(config, vocab=VocabConfig(kind="wordpiece", vocab_size=1100))  # and shards
     assert _run(config) == ["clean skipped", "dedup skipped", "vocab", "shard"]
     manifest.unlink()  # an output that is no longer complete is rebuilt
     assert _run(config) == ["clean skipped", "dedup skipped", "vocab skipped", "shard"]
@@ -100,7 +102,7 @@ def _build_config(argv: list[str]):
     args = build_parser(["build"]).parse_args(["build", *argv])
     probe = argparse.ArgumentParser(add_help=False)
     build_verb.add_arguments(probe)
-    return build_verb.config_from(build_verb.resolve(args, build_verb._actions(probe)))
+    return build_verb.resolve(args, build_verb._actions(probe))
 
 
 def test_every_stage_flag_is_a_build_flag_and_a_toml_key(tmp_path) -> None:
@@ -122,12 +124,12 @@ def test_every_stage_flag_is_a_build_flag_and_a_toml_key(tmp_path) -> None:
     )
     common = ["--input", "raw", "--output", str(tmp_path / "o")]
     config = _build_config([*common, "--config", str(toml), "--min-chars", "300"])
-    assert config.clean["filter_options"]["length"]["min_chars"] == 300  # the flag wins
-    assert config.clean["filter_options"]["c4"]["min_sentences"] == 2
-    assert config.dedup["num_perm"] == 128 and config.dedup["line_dedup"]
+    assert config.clean.filter_options["length"]["min_chars"] == 300  # the flag wins
+    assert config.clean.filter_options["c4"]["min_sentences"] == 2
+    assert config.dedup.num_perm == 128 and config.dedup.line_dedup
     assert config.vocab.min_frequency == 3
-    assert config.vocab_options == {"sample_bytes": 10_000_000, "heldout_docs": 50}
+    assert (config.sample.sample_bytes, config.sample.heldout_docs) == (10_000_000, 50)
     # Nothing given: the stage verbs' own defaults, and build's --seed stays the shard's.
     plain = _build_config(common)
-    assert plain.clean["filter_options"]["length"]["min_chars"] == 1  # clean's default
-    assert plain.dedup["num_perm"] == 256 and plain.seed == 12345
+    assert plain.clean.filter_options["length"]["min_chars"] == 1  # clean's default
+    assert plain.dedup.num_perm == 256 and plain.shard.seed == 12345

@@ -10,13 +10,13 @@ from apache_beam.internal import pickler
 from apache_beam.pipeline import PipelineVisitor
 
 from clozeworks.corpus.text.filters import build_filters
-from clozeworks.pipelines.clean import CleanConfig, build_clean
+from clozeworks.pipelines.clean import Clean, CleanConfig
 from clozeworks.pipelines.dedup import (
     EDGES,
+    ApplySavedClusters,
     DedupConfig,
-    build_apply,
-    build_dedup,
-    build_more_rounds,
+    Deduplicate,
+    MoreRounds,
 )
 from clozeworks.schemas.documents import DOCUMENT
 from tests.conftest import write_jsonl
@@ -67,11 +67,11 @@ def check(p: beam.Pipeline) -> set[str]:
 
 def test_clean_and_dedup_pipelines_are_dataflow_ready(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "raw" / "a.jsonl", [{"text": "x"}])
-    config = CleanConfig([str(tmp_path / "raw")], str(tmp_path / "docs"), rejects="r")
+    config = CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "docs"), rejects="r")
     filters = build_filters(["length", "c4", "gopher", "fineweb", "language"])
     urns = set()
     p = beam.Pipeline()
-    build_clean(p, config, [str(tmp_path / "raw" / "a.jsonl")], filters, "s", "r")
+    _ = p | Clean(config, [str(tmp_path / "raw" / "a.jsonl")], filters, "s", "r")
     urns |= check(p)
 
     (tmp_path / "docs").mkdir()
@@ -82,16 +82,21 @@ def test_clean_and_dedup_pipelines_are_dataflow_ready(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([edge], EDGES), tmp_path / "state-0002-0.parquet")
     state = str(tmp_path / "state")
     dedup = DedupConfig(
-        str(tmp_path / "docs"), "o", near=True, verify=True, line_dedup=True, emit_clusters="c"
+        input=str(tmp_path / "docs"),
+        output="o",
+        near=True,
+        verify=True,
+        line_dedup=True,
+        emit_clusters="c",
     )
     p = beam.Pipeline()
-    build_dedup(p, dedup, dedup.near_settings(), "s", "c", state, 2)
+    _ = p | Deduplicate(dedup, dedup.near_settings(), "s", "c", state, 2)
     urns |= check(p)
     p = beam.Pipeline()
-    build_more_rounds(p, f"{state}-0002*", f"{state}-0004", 2)
+    _ = p | MoreRounds(f"{state}-0002*", f"{state}-0004", 2)
     urns |= check(p)
     p = beam.Pipeline()
-    build_apply(p, dedup, f"{state}-0002*", "s", "c")
+    _ = p | ApplySavedClusters(dedup, f"{state}-0002*", "s", "c")
     urns |= check(p)
     assert urns <= DATAFLOW_PRIMITIVES, urns - DATAFLOW_PRIMITIVES
     assert "beam:transform:group_by_key:v1" in urns

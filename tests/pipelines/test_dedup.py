@@ -106,7 +106,9 @@ def _planted(tmp_path: Path, originals: int = 150, seed: int = 11) -> tuple[Path
         ]
     rng.shuffle(records)
     write_jsonl(tmp_path / "raw" / "planted.jsonl", records)
-    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    run_clean(
+        CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
+    )
     return tmp_path / "clean", pairs, shingler
 
 
@@ -126,7 +128,10 @@ def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
     clean, pairs, _ = _planted(tmp_path)
     stats = run_dedup(
         DedupConfig(
-            str(clean), str(tmp_path / "docs"), near=True, emit_clusters=str(tmp_path / "cl")
+            input=str(clean),
+            output=str(tmp_path / "docs"),
+            near=True,
+            emit_clusters=str(tmp_path / "cl"),
         )
     )
     recall, merged = _quality(pairs, clusters_of(tmp_path / "cl"))
@@ -141,13 +146,17 @@ def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
 
 
 def test_default_banding_leans_to_recall_when_verifying() -> None:
-    verified = DedupConfig("in", "out", near=True, threshold=0.7).near_settings()
+    verified = DedupConfig(input="in", output="out", near=True, threshold=0.7).near_settings()
     assert (verified.bands, verified.rows, verified.verify) == (36, 7, True)
-    merged = DedupConfig("in", "out", near=True, threshold=0.7, verify=False).near_settings()
+    merged = DedupConfig(
+        input="in", output="out", near=True, threshold=0.7, verify=False
+    ).near_settings()
     assert (merged.bands, merged.rows, merged.verify) == (28, 9, False)
-    assert DedupConfig("in", "out", near=True).near_settings().bands == 25  # 25 x 10 at 0.8
-    with pytest.raises(UsageError, match="fn-weight"):
-        DedupConfig("in", "out", near=True, fn_weight=1.0).near_settings()
+    assert (
+        DedupConfig(input="in", output="out", near=True).near_settings().bands == 25
+    )  # 25 x 10 at 0.8
+    with pytest.raises(UsageError, match="fn_weight"):
+        DedupConfig(input="in", output="out", near=True, fn_weight=1.0).near_settings()
 
 
 def test_defaults_find_pairs_just_above_the_threshold_and_merge_none_below(tmp_path) -> None:
@@ -174,10 +183,12 @@ def test_defaults_find_pairs_just_above_the_threshold_and_merge_none_below(tmp_p
     assert len(near) >= 100 and all(j < 0.7 for *_, j in far)
     rng.shuffle(records)
     write_jsonl(tmp_path / "raw" / "x.jsonl", records)
-    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    run_clean(
+        CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
+    )
     config = DedupConfig(
-        str(tmp_path / "clean"),
-        str(tmp_path / "docs"),
+        input=str(tmp_path / "clean"),
+        output=str(tmp_path / "docs"),
         near=True,
         threshold=0.7,
         emit_clusters=str(tmp_path / "cl"),
@@ -202,11 +213,13 @@ def test_verified_chains_merge_and_lookalikes_stay_apart(tmp_path) -> None:
         {"id": k, "text": " ".join(v)} for k, v in (("a", a), ("b", b), ("c", c), ("z", far))
     ]
     write_jsonl(tmp_path / "raw" / "x.jsonl", records)
-    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    run_clean(
+        CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
+    )
     stats = run_dedup(
         DedupConfig(
-            str(tmp_path / "clean"),
-            str(tmp_path / "docs"),
+            input=str(tmp_path / "clean"),
+            output=str(tmp_path / "docs"),
             near=True,
             verify=True,
             bands=32,
@@ -227,11 +240,13 @@ def test_long_chains_finish_in_extra_rounds(tmp_path) -> None:
         records.append({"id": f"d{(i * 7) % 24:02d}", "text": " ".join(words)})
         words = _edit(rng, words, 0.95, shingler)
     write_jsonl(tmp_path / "raw" / "chain.jsonl", records)
-    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
+    run_clean(
+        CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
+    )
     stats = run_dedup(
         DedupConfig(
-            str(tmp_path / "clean"),
-            str(tmp_path / "docs"),
+            input=str(tmp_path / "clean"),
+            output=str(tmp_path / "docs"),
             near=True,
             cc_rounds=1,
             emit_clusters=str(tmp_path / "cl"),
@@ -251,8 +266,12 @@ def test_line_dedup_keeps_each_shared_line_once(tmp_path) -> None:
         "c": shared,
     }
     write_jsonl(tmp_path / "raw" / "x.jsonl", [{"id": k, "text": v} for k, v in texts.items()])
-    run_clean(CleanConfig([str(tmp_path / "raw")], str(tmp_path / "clean"), id_field="id"))
-    stats = run_dedup(DedupConfig(str(tmp_path / "clean"), str(tmp_path / "docs"), line_dedup=True))
+    run_clean(
+        CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
+    )
+    stats = run_dedup(
+        DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "docs"), line_dedup=True)
+    )
     rows = [r for f in (tmp_path / "docs").glob("part-*") for r in pq.read_table(f).to_pylist()]
     assert sum(shared in r["text"] for r in rows) == 1
     assert stats["line_dedup.lines_removed"] == 2 and accounted(stats)
@@ -270,12 +289,18 @@ def test_run_dedup_counts_exact_duplicates(tmp_path) -> None:
     assert stats["upstream"]["stage"] == "clean" and accounted(stats)
     with pytest.raises(UsageError, match="bands"):
         run_dedup(
-            DedupConfig(str(tmp_path / "clean"), str(tmp_path / "o"), near=True, bands=30, rows=10)
+            DedupConfig(
+                input=str(tmp_path / "clean"),
+                output=str(tmp_path / "o"),
+                near=True,
+                bands=30,
+                rows=10,
+            )
         )
     with pytest.raises(UsageError, match="differ"):
-        run_dedup(DedupConfig(str(tmp_path / "clean"), str(tmp_path / "clean")))
+        run_dedup(DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "clean")))
     with pytest.raises(BadInputError, match=r"stats\.json"):
-        run_dedup(DedupConfig(str(tmp_path / "raw"), str(tmp_path / "o")))
+        run_dedup(DedupConfig(input=str(tmp_path / "raw"), output=str(tmp_path / "o")))
 
 
 @pytest.mark.slow
@@ -287,7 +312,9 @@ def test_one_or_two_worker_processes_write_the_same_bytes(tmp_path) -> None:
         ("two", ["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]),
     ):
         out = tmp_path / name
-        stats = run_dedup(DedupConfig(str(clean), str(out), near=True, line_dedup=True), argv)
+        stats = run_dedup(
+            DedupConfig(input=str(clean), output=str(out), near=True, line_dedup=True), argv
+        )
         assert stats["duplicates"] > 0 and stats["documents_in"] == 120
         files[name] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
     # Every file, stats.json included (shuffle files are counted outside it).

@@ -31,9 +31,13 @@ def _digests(directory: Path, root: Path) -> dict[str, str]:
 
 def _chain(root: Path, raw: Path) -> dict[str, dict[str, str]]:
     run_clean(CleanConfig(inputs=[str(raw)], output=str(root / "clean"), id_field=None))
-    run_dedup(DedupConfig(str(root / "clean"), str(root / "docs"), near=True, line_dedup=True))
+    run_dedup(
+        DedupConfig(
+            input=str(root / "clean"), output=str(root / "docs"), near=True, line_dedup=True
+        )
+    )
     vocab = VocabConfig(kind="wordpiece", vocab_size=1200)
-    run_vocab(VocabRunConfig(str(root / "docs"), str(root / "tok"), vocab))
+    run_vocab(VocabRunConfig(input=str(root / "docs"), output=str(root / "tok"), vocab=vocab))
     config = ShardConfig(
         input=str(root / "docs"),
         tokenizer=str(root / "tok"),

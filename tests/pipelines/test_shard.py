@@ -14,15 +14,18 @@ from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import iter_blocks
 from clozeworks.corpus.shards.instances import SequenceBatch, Specials, pack_stream
 from clozeworks.corpus.shards.keys import string_keys
+from clozeworks.corpus.shards.recipes import GroupPart, Recipe
+from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.shards.tokenize import (
     DocumentEncoder,
     TokenizedBatch,
     tokenize_documents,
 )
 from clozeworks.corpus.vocab.train import load_tokenizer
+from clozeworks.pipelines.deal import DealToShards
+from clozeworks.pipelines.make_sequences import SequencesFromGroups
 from clozeworks.pipelines.runner import LocalRunner
-from clozeworks.pipelines.sequences import GroupPart, InstanceSettings, PairsFromGroups
-from clozeworks.pipelines.shard import DealToShards, ShardConfig, run_shard
+from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.schemas.manifest import read_manifest
 
 BASE = 100000
@@ -83,12 +86,13 @@ def _check_pair(t: np.ndarray, seg: int, label: int) -> None:
 
 
 def test_pair_instances_in_beam_draw_negatives_from_other_documents() -> None:
-    settings = InstanceSettings("nsp", 64, 3, Specials(cls=1, sep=2), bucket_bits=3)
+    shard = ShardSettings(mode="nsp", max_seq_len=64, seed=3)
+    settings = Recipe(shard, Specials(cls=1, sep=2), bucket_bits=3)
     # the parts three DoFn calls would emit for two groups
     parts = [(0, _synthetic_docs(0, 150)), (1, _synthetic_docs(150, 300))]
     parts.append((0, _synthetic_docs(300, 400)))
     with TestPipeline(runner=LocalRunner()) as p:
-        instances = p | beam.Create(parts) | PairsFromGroups(settings, "synthetic")
+        instances = p | beam.Create(parts) | SequencesFromGroups(settings, "synthetic")
         assert_that(instances, _check_pairs)
 
 

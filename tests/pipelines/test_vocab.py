@@ -57,7 +57,8 @@ def test_count_chars_sums_over_all_texts() -> None:
 
 
 def _vocab(docs: str, out: Path, kind: str, argv: tuple[str, ...] = (), **kw) -> dict:
-    config = VocabRunConfig(docs, str(out), VocabConfig(kind=kind, vocab_size=700), **kw)
+    vocab = VocabConfig(kind=kind, vocab_size=700)
+    config = VocabRunConfig(input=docs, output=str(out), vocab=vocab, **kw)
     return run_vocab(config, list(argv))
 
 

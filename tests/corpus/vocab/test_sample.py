@@ -41,7 +41,7 @@ def test_plan_rates() -> None:
     assert r.train == pytest.approx(0.1)
     assert plan_rates(100_000, 10**9, sample_docs=5000, sample_bytes=10**8).train == 0.05
     assert plan_rates(10, 100, heldout_docs=0).heldout == 0.0
-    with pytest.raises(UsageError, match="--sample-docs"):
+    with pytest.raises(UsageError, match="sample_docs"):
         plan_rates(10, 100, sample_docs=-1)
 
 

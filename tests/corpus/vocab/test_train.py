@@ -280,7 +280,7 @@ def test_sentinels_are_the_last_ids_as_in_t5(kind, texts, tmp_path) -> None:
     hf = AutoTokenizer.from_pretrained(str(out))
     assert hf("a <extra_id_1> b")["input_ids"] == info.tokenizer.encode("a <extra_id_1> b").ids
     assert size - 2 in hf("a <extra_id_1> b")["input_ids"]
-    with pytest.raises(UsageError, match="--sentinels"):
+    with pytest.raises(UsageError, match="sentinels"):
         VocabConfig(sentinels=-1)
 
 

@@ -1,0 +1,87 @@
+"""The skeleton every stage's driver shares, written once: plan (pure), graph, commit.
+
+A driver makes one `StageRun` before it touches any path: it parses the runner's options
+and hands them to Beam's FileSystems first, so the user's credentials and endpoints reach
+every listing, read and write the launcher makes (an s3:// run needs them before the first
+listing). Inside `with run:`, each output gets a staging directory (`stage`), groupings get
+their files under it (`shuffle`), progress bars are drawn while pipelines run on this
+machine (`progress`), and each pipeline's counters are read when it finishes
+(`pipeline`). If anything fails, every staging directory is removed; on success the driver
+commits its outputs (marker last), which removes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import StandardOptions
+
+from clozeworks.pipelines.beamfs import BEAM_FS
+from clozeworks.pipelines.counters import read_counters
+from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
+from clozeworks.pipelines.progress import Bar, pipeline_progress
+from clozeworks.pipelines.runner import run_pipeline
+from clozeworks.pipelines.shuffle import Shuffle
+
+# Runners whose workers run on machines of their own.
+REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
+
+
+class StageRun:
+    def __init__(self, beam_argv: Sequence[str] = (), progress: bool = False) -> None:
+        self.options = pipeline_options(beam_argv)
+        self.local = is_local(self.options)
+        # Workers on other machines (Dataflow's) cannot reach this machine's disk; a job
+        # server and worker pool here, or any local runner, can.
+        runner = str(self.options.view_as(StandardOptions).runner or "")
+        self.remote_workers = runner.rsplit(".", 1)[-1] in REMOTE_RUNNERS
+        self.show_progress = progress and self.local
+        self.counters: dict[str, int] = {}
+        self._staged: list[str] = []
+
+    def __enter__(self) -> StageRun:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if kind is not None:
+            for staging in self._staged:
+                BEAM_FS.remove_tree(staging)
+
+    def stage(self, output: str) -> str:
+        """A fresh staging directory in `output` (stale ones of killed runs removed), gone
+        again if the run fails."""
+        staging = BEAM_FS.new_staging_dir(output)
+        self._staged.append(staging)
+        return staging
+
+    def shuffle(self, directory: str, data_bytes: int) -> Shuffle:
+        """Groupings through files under `directory` where they would wait in one process's
+        memory, sized by `data_bytes` (`pipelines.options.shuffle_for`)."""
+        return shuffle_for(self.options, directory, data_bytes)
+
+    def progress(self, bars: Sequence[Bar]) -> contextlib.AbstractContextManager[Any]:
+        """Progress bars on stderr while the pipelines inside run on this machine."""
+        return pipeline_progress(list(bars), self.show_progress)
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator[beam.Pipeline]:
+        """A pipeline to build; it runs when the block ends, and its counters are then in
+        `counters`."""
+        with run_pipeline(self.options) as p:
+            yield p
+        self.counters = read_counters(p.result)
+
+
+def remove_shuffle(shuffle: Shuffle) -> None:
+    """A finished pipeline's grouping files (the staging directory would take them too)."""
+    if shuffle.directory is not None:
+        BEAM_FS.remove_tree(shuffle.directory)
