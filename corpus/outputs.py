@@ -5,7 +5,7 @@ writes every stage shares: a file written under a temporary name and renamed int
 (`write_atomic`, `write_json`), and a directory whose new files are staged and committed
 together, its marker file last (`new_staging_dir`, `commit`). Two filesystems implement it:
 `LOCAL` here (the local disk, for code used without Beam) and `BEAM_FS` in
-`clozeworks.pipelines.beamfs` (Beam's FileSystems: local, gs://, s3://, ...), which every
+`clozeworks.pipelines.plumbing.beamfs` (Beam's FileSystems: local, gs://, s3://, ...), which every
 pipeline passes, so the same code writes on a laptop and on Dataflow.
 
 On object stores a rename is a copy and a delete, so a file appears under its final name

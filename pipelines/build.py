@@ -22,10 +22,10 @@ from apache_beam.io.filesystems import FileSystems
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.sample import SampleSettings
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
-from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
 from clozeworks.pipelines.dedup import DedupConfig, DedupSettings, run_dedup
-from clozeworks.pipelines.documents_io import expand_inputs
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.read_raw import expand_inputs
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 from clozeworks.schemas.documents import STATS_FILE

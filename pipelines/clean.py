@@ -28,20 +28,14 @@ from clozeworks.corpus.text.readers import (
     Rejected,
     is_compressed,
 )
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.documents_io import (
-    INPUT_BYTES,
-    ReadRawDocuments,
-    WriteParquetParts,
-    named_inputs,
-    parts_for,
-    to_row,
-)
-from clozeworks.pipelines.progress import Bar
-from clozeworks.pipelines.shuffle import Shuffle
-from clozeworks.pipelines.stage import StageRun, remove_shuffle
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.progress import Bar
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
+from clozeworks.pipelines.read_raw import INPUT_BYTES, ReadRawDocuments, named_inputs
 from clozeworks.pipelines.unique_ids import UniqueIds
+from clozeworks.pipelines.write_store import WriteParquetParts, parts_for, to_row
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.settings import check_at_least, check_choices, setting

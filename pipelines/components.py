@@ -17,8 +17,8 @@ import apache_beam as beam
 from apache_beam.coders import StrUtf8Coder
 
 from clozeworks.corpus.dedup.components import Edge, large_star, orient, settled, small_star
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 NODE = StrUtf8Coder()
 

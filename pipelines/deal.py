@@ -11,8 +11,8 @@ from apache_beam.coders import VarIntCoder
 
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.instances import SequenceBatch
-from clozeworks.pipelines.coders import ArraysCoder
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.coders import ArraysCoder
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 Placed = tuple[np.ndarray, SequenceBatch]  # (positions in the shard, the sequences there)
 

@@ -25,20 +25,15 @@ from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_rank, too_few_sentences
 from clozeworks.corpus.dedup.minhash import optimal_param
-from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.components import ConnectedComponents
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.documents_io import (
-    DOCUMENTS_READ,
-    ReadDocuments,
-    WriteParquetParts,
-    parts_for,
-    read_store_stats,
-)
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
-from clozeworks.pipelines.progress import Bar
-from clozeworks.pipelines.shuffle import Shuffle
-from clozeworks.pipelines.stage import StageRun, remove_shuffle
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.progress import Bar
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
+from clozeworks.pipelines.read_store import DOCUMENTS_READ, ReadDocuments, read_store_stats
+from clozeworks.pipelines.write_store import WriteParquetParts, parts_for
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, SettingError
 from clozeworks.schemas.settings import check_at_least, setting

@@ -19,9 +19,9 @@ from clozeworks.corpus.shards import recipes
 from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.corpus.shards.recipes import GroupPart, Recipe
 from clozeworks.corpus.shards.tokenize import DocumentEncoder
-from clozeworks.pipelines.coders import ArraysCoder
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.coders import ArraysCoder
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 PART_CODER = ArraysCoder(GroupPart.to_arrays, GroupPart.from_arrays)
 DOCS = "docs"

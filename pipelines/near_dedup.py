@@ -17,8 +17,8 @@ from apache_beam.coders import BytesCoder, StrUtf8Coder, TupleCoder
 from clozeworks.corpus.dedup.components import Edge, bucket_edges
 from clozeworks.corpus.dedup.exact import exact_key
 from clozeworks.corpus.dedup.minhash import MinHasher, Shingler, band_keys, jaccard
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 ID = StrUtf8Coder()
 EDGE = TupleCoder([ID, ID])

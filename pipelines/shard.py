@@ -24,18 +24,18 @@ from clozeworks.corpus.shards.recipes import Recipe
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.files import read_token_counts
 from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
-from clozeworks.pipelines.beamfs import BEAM_FS
 from clozeworks.pipelines.deal import DealToShards
-from clozeworks.pipelines.documents_io import (
+from clozeworks.pipelines.make_sequences import MakeSequences
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.progress import Bar
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.stage import StageRun
+from clozeworks.pipelines.read_store import (
     DOCUMENTS_READ,
     ReadDocumentTables,
     read_store_stats,
     store_totals,
 )
-from clozeworks.pipelines.make_sequences import MakeSequences
-from clozeworks.pipelines.progress import Bar
-from clozeworks.pipelines.shuffle import Shuffle
-from clozeworks.pipelines.stage import StageRun
 from clozeworks.pipelines.write_shards import (
     SEQUENCES_WRITTEN,
     MaskSpec,

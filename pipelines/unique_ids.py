@@ -17,8 +17,8 @@ import apache_beam as beam
 from apache_beam.coders import FastPrimitivesCoder, StrUtf8Coder
 
 from clozeworks.corpus.text.readers import RawDocument
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 DROPPED = "dropped"
 REASON = "duplicate_id"

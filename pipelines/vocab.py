@@ -36,16 +36,16 @@ from clozeworks.corpus.vocab.files import (
 from clozeworks.corpus.vocab.sample import SampleRates, SampleSettings
 from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.documents_io import (
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.progress import Bar
+from clozeworks.pipelines.plumbing.stage import StageRun
+from clozeworks.pipelines.read_store import (
     DOCUMENTS_READ,
     ReadDocumentTables,
     read_store_stats,
     store_totals,
 )
-from clozeworks.pipelines.progress import Bar
-from clozeworks.pipelines.stage import StageRun
 from clozeworks.schemas.errors import BadInputError, SettingError
 from clozeworks.schemas.special_tokens import special_tokens_for
 

@@ -17,9 +17,9 @@ from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE
 from clozeworks.corpus.vocab.train import TokenizerInfo
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.progress import Tally
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.manifest import ShardInfo
 from clozeworks.schemas.masking import MaskingSettings
 

@@ -12,8 +12,8 @@ import pytest
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
-from clozeworks.pipelines import options
 from clozeworks.pipelines.build import BuildConfig, BuildPaths, run_build
+from clozeworks.pipelines.plumbing import options
 from clozeworks.schemas.manifest import Manifest
 from tests.corpus.shards.shard_sets import token_stream, write_shard_set
 

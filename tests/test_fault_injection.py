@@ -29,7 +29,7 @@ from clozeworks.corpus.shards.blocks import ShardFormatError, make_block, write_
 from clozeworks.corpus.shards.npy import load_npy, load_npy_readonly
 from clozeworks.corpus.shards.reader import ShardReader, ShardSpec
 from clozeworks.corpus.text.readers import ReadOptions, ReadTask, Rejected
-from clozeworks.pipelines.documents_io import read_records
+from clozeworks.pipelines.read_raw import read_records
 from clozeworks.schemas.errors import BadInputError, SchemaError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.checkpoint import intact_problem

@@ -271,7 +271,7 @@ class TrainConfig:
     # (bert-large and roberta-large at long sequences fit where they otherwise do not).
     grad_checkpointing: bool = False
     # Under torchrun: shard parameters, gradients and optimizer state over the ranks (FSDP2)
-    # instead of DDP's whole copy per rank (trainer/sharding.py).
+    # instead of DDP's whole copy per rank (trainer/fsdp.py).
     fsdp: bool = False
     tensorboard: bool = True
 

@@ -28,19 +28,12 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
-from clozeworks.trainer import init_from, sharding
+from clozeworks.trainer import fsdp, init_from
 from clozeworks.trainer.batch_index import prepare, to_device
-from clozeworks.trainer.checkpoint import (
-    DamagedCheckpoint,
-    committed_steps,
-    load_intact,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-    step_dir,
-)
+from clozeworks.trainer.checkpoint import set_rng_state
+from clozeworks.trainer.checkpointer import Checkpointer
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import (
@@ -61,7 +54,7 @@ from clozeworks.trainer.metrics import (
     step_sums,
     summarize,
 )
-from clozeworks.trainer.models.bert import Encoder
+from clozeworks.trainer.models.bert import Encoder, LayerStack
 from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
 from clozeworks.trainer.objectives import check_objectives, objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
@@ -165,59 +158,25 @@ class _Run:
         data = str(data)
         self.d = d
         self.run = run
-        shards = resolve(config, data)
-        self.phases = _phases(config, data, shards.manifest)
-        first = shards.manifest
-        # Read once: the init-from check needs tokenizer.json, rank 0 keeps a copy.
-        tokenizer = tokenizer_files(shards) if config.init_from or d.main else {}
-        self.init_notes: list[str] = []
-        if config.init_from:
-            arch, self.init_notes = init_from.model_config(config.init_from, config.model)
-            config = replace(config, model=arch)
-            shards_json = tokenizer.get("tokenizer.json")
-            note = init_from.check_tokenizer(config.init_from, first, shards_json)
-            self.init_notes += [note] if note else []
-        model_config = replace(
-            config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
-        )
-        self.config = config = replace(config, model=model_config)
-        for phase in self.phases:
-            check_objectives(config, phase.manifest, phase.data)
-        self.eval_set = eval_dataset(config, data, d, first)
+        config, self.phases, tokenizer, self.init_notes = _settle_config(config, data, d)
+        self.config = config
+        self.eval_set = eval_dataset(config, data, d, self.phases[0].manifest)
         if d.main:
-            run.mkdir(parents=True, exist_ok=True)
-            payload = {**config.to_dict(), "data": data}
-            # The run keeps its own copy, so export works when the shards are remote or gone.
-            payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / TOKENIZER_DIR))
-            (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-        self.model = build_model(config).to(d.device)
-        # Model weights come from `seed` alone; dropout differs per rank.
-        torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
-        self.fsdp = config.fsdp and d.active
-        if self.fsdp:  # before the optimizer: it must hold the sharded parameters
-            sharding.shard(self.model, Encoder)
+            _write_run_config(run, config, data, tokenizer)
+        self.model, self.fsdp = _model(config, d)
         self.optimizer = build_optimizer(self.model, config.optim, d.device)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
+        self.checkpointer = Checkpointer(run, config, d, self.model, self.optimizer, self.fsdp)
         self.guard = NonFiniteGuard(d.device)
         self.autocast = partial(_autocast, config.precision, d.device)
-        for module in self.model.modules():
-            if hasattr(module, "checkpointing"):  # every family's layer stacks
-                module.checkpointing = config.grad_checkpointing
-        if config.compile:
-            # The encoders carry the FLOPs and have static shapes; the heads index with
-            # data-dependent masks, which would only cause graph breaks.
-            for module in self.model.modules():
-                if module.__class__.__name__ == "Encoder":
-                    module.compile()
-        self.step_model: nn.Module = self.model
         self.signals = StopSignals()
         self._stop_now = False
         # Under DDP, the previous step's all-reduced stop flag, copied to the host without
         # waiting; read one step later, when that copy is long done.
         self._stop_flag: tuple[torch.Tensor, Any] | None = None
         self.window = Window()
+        self.step_model: nn.Module = self.model
         if d.active and not self.fsdp:
             ids = [d.device.index] if d.device.type == "cuda" else None
             self.step_model = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
@@ -227,7 +186,7 @@ class _Run:
         saved_phase, loader_state = self._resume() if resume else (None, None)
         resumed_from = state.step
         if config.init_from and state.step == 0:
-            self._init_weights(config.init_from)
+            self.checkpointer.initialize(config.init_from, self.init_notes)
         log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
         phase_index = _phase_at(self.phases, state.step)
         loader = self._loader(phase_index)
@@ -272,19 +231,6 @@ class _Run:
             resumed_from=resumed_from,
             stopped_by=stopped,
         )
-
-    def _init_weights(self, source: str) -> None:
-        if self.fsdp:  # load whole weights into a plain copy, then scatter the shards
-            plain = build_model(self.config)
-            report = init_from.load_weights(plain, self.config, source)
-            sharding.load_full(self.model, None, plain.state_dict(), None)
-        else:
-            report = init_from.load_weights(self.model, self.config, source)
-        report.notes += self.init_notes
-        if self.d.main:
-            print(report.line(), file=sys.stderr)
-            text = json.dumps(report.to_dict(), indent=2) + "\n"
-            (self.run / init_from.REPORT_FILE).write_text(text, encoding="utf-8")
 
     def _loop(
         self,
@@ -385,7 +331,7 @@ class _Run:
             last = i == len(micro) - 1
             sync: Any = contextlib.nullcontext()
             if self.fsdp:
-                sharding.set_gradient_sync(self.model, last)
+                fsdp.set_gradient_sync(self.model, last)
             elif d.active and not last:
                 sync = self.step_model.no_sync()  # type: ignore[operator]
             with sync:
@@ -395,7 +341,7 @@ class _Run:
                 loss.backward()  # type: ignore[union-attr]
             outputs.append(out)
         clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
-        grad_norm = sharding.full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        grad_norm = fsdp.full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         sums = step_sums(outputs)
         if d.active:
             # Rides on the step's all-reduce: every rank sees every rank's losses (a
@@ -478,7 +424,7 @@ class _Run:
         )
 
     def _resume(self) -> tuple[int | None, dict[str, Any] | None]:
-        saved = self._newest_intact()
+        saved = self.checkpointer.restore()
         if saved is None:
             return None, None
         ranks = saved["ranks"]
@@ -502,89 +448,73 @@ class _Run:
             torch.manual_seed(mix_seed(self.config.seed, self.d.rank, self.state.step, 0xE1))
         return int(saved["phase"]), mine["loader"]
 
-    def _newest_intact(self) -> dict[str, Any] | None:
-        """The state of the newest committed step whose files are intact and load, after
-        loading its weights and optimizer; damaged steps are skipped, each named once."""
-        steps = committed_steps(self.run)
-        for step in reversed(steps):
-            path = step_dir(self.run, step)
-            try:
-                state = self._load(path)
-            except DamagedCheckpoint as err:
-                problem = str(err)
-            else:
-                missing = sorted({"ranks", "scheduler", "train", "phase"} - set(state))
-                if not missing:
-                    return state
-                problem = f"state.json lacks {', '.join(missing)}"
-            if self.d.main:
-                print(f"resume: skipping {path.name}: {problem}", file=sys.stderr)
-        if steps:
-            raise BadInputError(f"{self.run}: no intact checkpoint among {len(steps)} committed")
-        return None
-
-    def _load(self, path: Path) -> dict[str, Any]:
-        """Weights and optimizer of a committed step (checked first); its state.json."""
-        sharded = _optimizer_format(path) == sharding.OPTIMIZER_FORMAT
-        if sharded != self.fsdp:
-            how = (
-                "by an --fsdp run; resume with --fsdp under torchrun"
-                if sharded
-                else ("without --fsdp; resume without it")
-            )
-            raise UsageError(f"{path}: written {how}")
-        if not self.fsdp:
-            return load_intact(path, self.model, self.optimizer)
-        plain = build_model(self.config)
-        state = load_intact(path, plain, None)
-        optim = torch.load(path / "optimizer.pt", weights_only=True)
-        sharding.load_full(self.model, self.optimizer, plain.state_dict(), optim)
-        return state
-
     def _save(self, phase_index: int, loader: Any) -> Path | None:
         self._settle()
-        ranks = self.d.gather_json({"loader": loader.state_dict(), "rng": rng_state()})
-        model: nn.Module = self.model
-        optimizer: Any = self.optimizer
-        if self.fsdp:  # every rank takes part; rank 0 receives the whole and writes it
-            weights, optim = sharding.full_state(self.model, self.optimizer)
-            if self.d.main:  # a model around the gathered tensors, not a copy of them
-                with torch.device("meta"):
-                    model = build_model(self.config)
-                model.load_state_dict(weights, assign=True)
-                optimizer = _Saved(optim)
-        if not self.d.main:
-            return None
         state = {
             "scheduler": self.scheduler.state_dict(),
             "train": self.state.state_dict(),
             "window": self.window.state_dict(),
             "phase": phase_index,
-            "ranks": ranks,
         }
-        if self.fsdp:
-            state["optimizer_format"] = sharding.OPTIMIZER_FORMAT
-        return save_checkpoint(
-            self.run, self.state.step, model, optimizer, state, keep=self.config.keep
-        )
+        return self.checkpointer.save(self.state.step, state, loader)
 
 
-def _optimizer_format(path: Path) -> str | None:
-    try:
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # load_intact names the damage
-    return state.get("optimizer_format") if isinstance(state, dict) else None
+def _settle_config(
+    config: TrainConfig, data: str, d: Dist
+) -> tuple[TrainConfig, list[Phase], dict[str, bytes], list[str]]:
+    """The run's config as its shards and `--init-from` settle it (architecture, vocabulary,
+    pad id), checked against every phase's shards; the phases, the shards' tokenizer files
+    (read once: rank 0 keeps a copy, the init-from check needs tokenizer.json) and notes on
+    the init-from source."""
+    shards = resolve(config, data)
+    phases = _phases(config, data, shards.manifest)
+    first = shards.manifest
+    tokenizer = tokenizer_files(shards) if config.init_from or d.main else {}
+    notes: list[str] = []
+    if config.init_from:
+        arch, notes = init_from.model_config(config.init_from, config.model)
+        config = replace(config, model=arch)
+        note = init_from.check_tokenizer(config.init_from, first, tokenizer.get("tokenizer.json"))
+        notes += [note] if note else []
+    model_config = replace(
+        config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
+    )
+    config = replace(config, model=model_config)
+    for phase in phases:
+        check_objectives(config, phase.manifest, phase.data)
+    return config, phases, tokenizer, notes
 
 
-class _Saved:
-    """An optimizer state gathered by FSDP, in the shape `save_checkpoint` writes."""
+def _write_run_config(
+    run: Path, config: TrainConfig, data: str, tokenizer: dict[str, bytes]
+) -> None:
+    run.mkdir(parents=True, exist_ok=True)
+    payload = {**config.to_dict(), "data": data}
+    # The run keeps its own copy, so export works when the shards are remote or gone.
+    payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / TOKENIZER_DIR))
+    (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.state = state
 
-    def state_dict(self) -> dict[str, Any]:
-        return self.state
+def _model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
+    """The model on the device, sharded over the ranks with FSDP when asked (before the
+    optimizer: it must hold the sharded parameters), its layer stacks recomputing in the
+    backward pass with grad checkpointing, its encoders compiled; whether it is sharded."""
+    model = build_model(config).to(d.device)
+    # Model weights come from `seed` alone; dropout differs per rank.
+    torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
+    sharded = config.fsdp and d.active
+    if sharded:
+        fsdp.shard(model, Encoder)
+    for module in model.modules():
+        if isinstance(module, LayerStack):
+            module.checkpointing = config.grad_checkpointing
+    if config.compile:
+        # The encoders carry the FLOPs and have static shapes; the heads index with
+        # data-dependent masks, which would only cause graph breaks.
+        for module in model.modules():
+            if isinstance(module, Encoder):
+                module.compile()
+    return model, sharded
 
 
 def _phases(config: TrainConfig, data: str, manifest: Manifest) -> list[Phase]:

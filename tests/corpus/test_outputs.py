@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
-from clozeworks.pipelines.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 
 BACKENDS = pytest.mark.parametrize("fs", [LOCAL, BEAM_FS], ids=["local", "beam"])
 

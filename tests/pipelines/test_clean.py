@@ -16,7 +16,7 @@ from clozeworks.cli import main
 from clozeworks.corpus.text.filters import LengthFilter
 from clozeworks.corpus.text.readers import RawDocument
 from clozeworks.pipelines.clean import CleanConfig, CleanDocuments, run_clean
-from clozeworks.pipelines.runner import LocalRunner
+from clozeworks.pipelines.plumbing.runner import LocalRunner
 from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 

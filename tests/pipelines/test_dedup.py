@@ -13,7 +13,7 @@ from clozeworks.pipelines.clean import CleanConfig, run_clean
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.dedup import ApplyClusters, DedupConfig, run_dedup
 from clozeworks.pipelines.near_dedup import ExactEdges
-from clozeworks.pipelines.runner import LocalRunner
+from clozeworks.pipelines.plumbing.runner import LocalRunner
 from clozeworks.schemas.errors import BadInputError, UsageError
 from tests.conftest import write_jsonl
 

@@ -10,9 +10,9 @@ import pytest
 
 from clozeworks.corpus.text.demo import write_demo_corpus
 from clozeworks.corpus.vocab.train import VocabConfig
-from clozeworks.pipelines import options
 from clozeworks.pipelines.clean import CleanConfig, run_clean
 from clozeworks.pipelines.dedup import DedupConfig, run_dedup
+from clozeworks.pipelines.plumbing import options
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 

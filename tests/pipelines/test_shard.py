@@ -24,7 +24,7 @@ from clozeworks.corpus.shards.tokenize import (
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.pipelines.deal import DealToShards
 from clozeworks.pipelines.make_sequences import SequencesFromGroups
-from clozeworks.pipelines.runner import LocalRunner
+from clozeworks.pipelines.plumbing.runner import LocalRunner
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.schemas.manifest import read_manifest
 

@@ -7,8 +7,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from clozeworks.cli import main
-from clozeworks.pipelines.runner import LocalRunner
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.runner import LocalRunner
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.unique_ids import UniqueIds
 
 

@@ -18,7 +18,7 @@ from transformers import AutoTokenizer
 
 from clozeworks.corpus.vocab.sample import SampleRates
 from clozeworks.corpus.vocab.train import VocabConfig, load_tokenizer
-from clozeworks.pipelines.runner import LocalRunner
+from clozeworks.pipelines.plumbing.runner import LocalRunner
 from clozeworks.pipelines.vocab import (
     HELDOUT,
     CountChars,

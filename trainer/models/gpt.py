@@ -22,7 +22,7 @@ from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.heads import Outputs, classification
 from clozeworks.trainer.models import hf
-from clozeworks.trainer.models.bert import padded_vocab
+from clozeworks.trainer.models.bert import LayerStack, padded_vocab
 
 
 def normal_init(module: nn.Module, std: float) -> None:
@@ -70,7 +70,7 @@ class Block(nn.Module):
         return x + self.dropout(self.fc_proj(h))
 
 
-class GPT(nn.Module):
+class GPT(LayerStack):
     """Decoder and tied output layer; forward(batch) -> the `clm` loss and counts."""
 
     def __init__(self, config: ModelConfig) -> None:
@@ -82,7 +82,6 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         self.ln_f = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.loss_weights = {"clm": 1.0}
-        self.checkpointing = False  # set by the loop from grad_checkpointing
         self.apply(self._init)
         residual_std = config.initializer_range / math.sqrt(2 * config.num_layers)
         for block in self.blocks:

@@ -31,7 +31,7 @@ from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.data.targets import NOISE_STATS
 from clozeworks.trainer.heads import Outputs, classification
 from clozeworks.trainer.models import hf
-from clozeworks.trainer.models.bert import padded_vocab
+from clozeworks.trainer.models.bert import LayerStack, padded_vocab
 
 _MASKED = -1e9  # added to a logit that must not be attended (exp underflows to 0)
 
@@ -155,7 +155,7 @@ class Block(nn.Module):
         return x + self.dropout(self.ff(self.ff_norm(x)))
 
 
-class Stack(nn.Module):
+class Stack(LayerStack):
     """The encoder or the decoder: embedding (shared), blocks, final RMS norm."""
 
     def __init__(self, config: ModelConfig, layers: int, decoder: bool) -> None:
@@ -164,7 +164,6 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(Block(config, i == 0, decoder) for i in range(layers))
         self.final_norm = RMSNorm(config.hidden_size, config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
-        self.checkpointing = False  # set by the loop from grad_checkpointing
 
     def forward(
         self,

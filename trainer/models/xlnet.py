@@ -31,7 +31,7 @@ from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.heads import Outputs, classification
 from clozeworks.trainer.models import hf
-from clozeworks.trainer.models.bert import padded_vocab
+from clozeworks.trainer.models.bert import LayerStack, padded_vocab
 from clozeworks.trainer.models.gpt import normal_init
 
 ORDER, POSITIONS, PLM_STATS = "perm_order", "plm_positions", "plm_stats"
@@ -147,7 +147,7 @@ class Layer(nn.Module):
         return self.ff(h_next), self.ff(g_next)
 
 
-class XLNet(nn.Module):
+class XLNet(LayerStack):
     """Two-stream encoder and tied output layer; forward(batch) -> the `plm` loss."""
 
     def __init__(self, config: ModelConfig) -> None:
@@ -160,7 +160,6 @@ class XLNet(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.lm_bias = nn.Parameter(torch.zeros(padded_vocab(config)))
         self.loss_weights = {"plm": 1.0}
-        self.checkpointing = False  # set by the loop from grad_checkpointing
         self.apply(self._init)
 
     def _init(self, module: nn.Module) -> None:

@@ -29,8 +29,8 @@ import apache_beam as beam
 from apache_beam.coders import Coder, VarIntCoder
 from apache_beam.transforms.window import GlobalWindows
 
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import runner_counter
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import runner_counter
 
 _RECORD = struct.Struct("<II")  # key length, value length
 # Bytes a Spill DoFn buffers before it writes a file; the bound on its memory.

@@ -20,12 +20,12 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import StandardOptions
 
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import read_counters
-from clozeworks.pipelines.options import is_local, pipeline_options, shuffle_for
-from clozeworks.pipelines.progress import Bar, pipeline_progress
-from clozeworks.pipelines.runner import run_pipeline
-from clozeworks.pipelines.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import read_counters
+from clozeworks.pipelines.plumbing.options import is_local, pipeline_options, shuffle_for
+from clozeworks.pipelines.plumbing.progress import Bar, pipeline_progress
+from clozeworks.pipelines.plumbing.runner import run_pipeline
+from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 # Runners whose workers run on machines of their own.
 REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -65,7 +65,7 @@ class StageRun:
 
     def shuffle(self, directory: str, data_bytes: int) -> Shuffle:
         """Groupings through files under `directory` where they would wait in one process's
-        memory, sized by `data_bytes` (`pipelines.options.shuffle_for`)."""
+        memory, sized by `data_bytes` (`pipelines.plumbing.options.shuffle_for`)."""
         return shuffle_for(self.options, directory, data_bytes)
 
     def progress(self, bars: Sequence[Bar]) -> contextlib.AbstractContextManager[Any]:

@@ -12,8 +12,8 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
-from clozeworks.pipelines.runner import DIRECT_NAMES, LOCAL_RUNNER
-from clozeworks.pipelines.shuffle import Shuffle, buckets_for
+from clozeworks.pipelines.plumbing.runner import DIRECT_NAMES, LOCAL_RUNNER
+from clozeworks.pipelines.plumbing.shuffle import Shuffle, buckets_for
 
 # Below this much data a grouping waits in memory (Beam's own GroupByKey): at most a few
 # hundred MB there, and writing and reading files would cost more than the grouping.
@@ -24,7 +24,7 @@ def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     """PipelineOptions from the flags the command did not know.
 
     The runner defaults to `LocalRunner`, which `DirectRunner` also means here: Beam's own
-    DirectRunner first fetches and tries Prism at run time (`clozeworks.pipelines.runner`).
+    DirectRunner first fetches and tries Prism at run time (`clozeworks.pipelines.plumbing.runner`).
     On any remote runner the workers need this package, so `save_main_session`
     stays off and the caller's `--setup_file` / `--sdk_container_image` are passed through.
     Beam's FileSystems get these options at once: every path the launcher lists, reads

@@ -1,9 +1,9 @@
-"""Reading raw inputs and document stores, writing document stores."""
+"""Reading raw inputs: files, directories and globs on any Beam filesystem -> documents,
+and the records that could not be read, counted by reason."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import lzma
 import os
 import shutil
@@ -36,22 +36,14 @@ from clozeworks.corpus.text.readers import (
     read_task,
     with_bases,
 )
-from clozeworks.pipelines.beamfs import BEAM_FS
-from clozeworks.pipelines.counters import counter
-from clozeworks.pipelines.progress import Tally
-from clozeworks.pipelines.shuffle import Shuffle
-from clozeworks.schemas.documents import (
-    DOCS_GLOB,
-    DOCS_PREFIX,
-    DOCUMENT,
-    STATS_FILE,
-)
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
-# Progress counts (pipelines.progress): raw input bytes read, store rows read.
+# Progress count (pipelines.progress): raw input bytes read.
 INPUT_BYTES = "input_bytes"
-DOCUMENTS_READ = "documents_read"
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[str]:
@@ -302,219 +294,4 @@ class ReadRawDocuments(beam.PTransform):
             | "AllTasks" >> beam.Flatten()
             | "ReadRecords"
             >> beam.ParDo(_ReadRecords(self.options)).with_outputs(REJECTED, main="documents")
-        )
-
-
-def require_documents(directory: str) -> str:
-    """The Parquet glob of a finished document store; BadInputError otherwise."""
-    if not BEAM_FS.exists(directory):
-        raise BadInputError(f"{directory}: no such document directory")
-    if not BEAM_FS.exists(BEAM_FS.join(directory, STATS_FILE)):
-        raise BadInputError(
-            f"{directory}: no {STATS_FILE}, so this is not a finished document store "
-            "(run `cloze clean` into it, or the run was interrupted)"
-        )
-    return BEAM_FS.join(directory, DOCS_GLOB)
-
-
-def read_store_stats(directory: str) -> dict[str, Any]:
-    """The stats.json of a finished document store; BadInputError if it is not one."""
-    require_documents(directory)
-    with BEAM_FS.open(BEAM_FS.join(directory, STATS_FILE)) as f:
-        try:
-            stats = json.loads(f.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise BadInputError(
-                f"{BEAM_FS.join(directory, STATS_FILE)}: not valid JSON ({err})"
-            ) from None
-    if not isinstance(stats, dict):
-        raise BadInputError(f"{BEAM_FS.join(directory, STATS_FILE)}: expected a JSON object")
-    return stats
-
-
-def store_totals(directory: str) -> tuple[int, int]:
-    """(documents, approximate text bytes) of a document store, from Parquet footers."""
-    files = BEAM_FS.match(require_documents(directory))
-    documents = text_bytes = 0
-    for path in files:
-        meta = _footer(path)
-        documents += meta.num_rows
-        text_col = meta.schema.names.index("text") if "text" in meta.schema.names else None
-        for rg in range(meta.num_row_groups):
-            group = meta.row_group(rg)
-            if text_col is not None:
-                # Plain-encoded strings carry a 4-byte length each.
-                col = group.column(text_col)
-                text_bytes += max(0, col.total_uncompressed_size - 4 * group.num_rows)
-    return documents, text_bytes
-
-
-def _footer(path: str) -> Any:
-    """The Parquet metadata of `path`; BadInputError naming it if it is not Parquet."""
-    try:
-        with BEAM_FS.open(path) as f:
-            return pq.read_metadata(f)
-    except Exception as err:
-        raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
-
-
-def _row_groups_of(path: str) -> Iterator[tuple[str, int]]:
-    """(path, row group) for each row group of one Parquet file, from its footer."""
-    for group in range(_footer(path).num_row_groups):
-        yield path, group
-
-
-class _ReadRowGroup(beam.DoFn):
-    def __init__(self, columns: Sequence[str] | None) -> None:
-        self.columns = list(columns) if columns is not None else None
-
-    def setup(self) -> None:
-        self.tally = Tally()
-
-    def finish_bundle(self) -> None:
-        self.tally.save()
-
-    def process(self, task: tuple[str, int]) -> Iterator[Any]:
-        path, group = task
-        with BEAM_FS.open(path) as f:
-            table = pq.ParquetFile(f).read_row_group(group, columns=self.columns)
-        counter("read.row_groups").inc()
-        self.tally.add(DOCUMENTS_READ, table.num_rows)
-        yield table
-
-
-class ReadDocumentTables(beam.PTransform):
-    """A document store -> one pyarrow Table per row group (`columns`, default all).
-
-    Not beam.io.ReadFromParquetBatched: on the DirectRunner its output left the reading
-    stage whole, so every row group of the store was in memory at once (1.07 GB of 2.1 at
-    the peak of a 400 MB `cloze shard`). Here a worker reads the row groups it is handed
-    and the tables go straight on, one at a time, to the DoFns fused after it.
-    """
-
-    def __init__(self, directory: str, columns: Sequence[str] | None = None) -> None:
-        super().__init__()
-        self.files = BEAM_FS.match(require_documents(directory))
-        self.columns = columns
-
-    def expand(self, pbegin: Any) -> Any:
-        return (
-            pbegin
-            | "ListFiles" >> beam.Create(self.files)
-            | "RowGroups" >> beam.FlatMap(_row_groups_of)
-            # One row group per element; the reshuffle spreads them over workers.
-            | "SpreadRowGroups" >> beam.Reshuffle()
-            | "ReadRowGroup" >> beam.ParDo(_ReadRowGroup(self.columns))
-        )
-
-
-def _rows(table: Any) -> list[dict[str, Any]]:
-    return table.to_pylist()
-
-
-class ReadDocuments(beam.PTransform):
-    """A document store -> dict rows with the `schemas.DOCUMENT` fields."""
-
-    def __init__(self, directory: str) -> None:
-        super().__init__()
-        self.directory = directory
-
-    def expand(self, pbegin: Any) -> Any:
-        return (
-            pbegin
-            | "ReadTables" >> ReadDocumentTables(self.directory)
-            | "Rows" >> beam.FlatMap(_rows)
-        )
-
-
-def to_row(doc: RawDocument) -> dict[str, str]:
-    return {"id": doc.id, "text": doc.text, "source": doc.source, "meta": doc.meta}
-
-
-# Text per part file of `WriteDocumentParts`: a part is held in memory while it is written.
-PART_TEXT_BYTES = 32 << 20
-# Text per row group: readers hand out row groups as units of work.
-ROW_GROUP_TEXT_BYTES = 8 << 20
-_ROW = beam.coders.FastPrimitivesCoder()
-
-
-def parts_for(text_bytes: int) -> int:
-    """Part files for about `text_bytes` of text."""
-    return max(1, -(-text_bytes // PART_TEXT_BYTES))
-
-
-def _part_of(row: dict[str, Any], parts: int) -> tuple[int, dict[str, Any]]:
-    return zlib.crc32(row["id"].encode("utf-8")) % parts, row
-
-
-class _WritePart(beam.DoFn):
-    """(part, rows) -> the part's Parquet file under `staging`, rows sorted by their
-    columns in schema order (the id first)."""
-
-    def __init__(self, staging: str, prefix: str, parts: int, schema: pa.Schema) -> None:
-        self.staging = staging
-        self.prefix = prefix
-        self.parts = parts
-        self.schema = schema
-
-    def _order(self, row: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(row[name] for name in self.schema.names)
-
-    def process(self, item: tuple[int, Iterable[dict[str, Any] | None]]) -> Iterator[str]:
-        part, values = item
-        rows = sorted((row for row in values if row is not None), key=self._order)
-        tally = Tally()
-        tally.add(f"written.{self.prefix}", len(rows))
-        tally.save()
-        name = f"{self.prefix}-{part:05d}-of-{self.parts:05d}.parquet"
-        path = BEAM_FS.join(self.staging, name)
-        with (
-            BEAM_FS.create(path) as f,
-            pq.ParquetWriter(f, self.schema, compression="none", use_dictionary=False) as writer,
-        ):
-            start = size = 0
-            for end, row in enumerate(rows, 1):
-                size += len(row.get("text", "")) + len(row["id"])
-                if size >= ROW_GROUP_TEXT_BYTES or end == len(rows):
-                    table = pa.Table.from_pylist(rows[start:end], schema=self.schema)
-                    writer.write_table(table)
-                    start, size = end, 0
-        yield path
-
-
-class WriteParquetParts(beam.PTransform):
-    """Dict rows with an `id` (a PCollection or a tuple of them) -> `parts` Parquet files
-    `{prefix}-NNNNN-of-MMMMM.parquet` under a staging directory, the same bytes whichever
-    runner and however many workers: a row's part is a hash of its id, and the rows of a
-    part are sorted. Costs one grouping through `shuffle`; a part is read and written
-    whole, so `parts_for` keeps it to about PART_TEXT_BYTES."""
-
-    def __init__(
-        self,
-        staging: str,
-        parts: int,
-        shuffle: Shuffle,
-        schema: pa.Schema = DOCUMENT,
-        prefix: str = DOCS_PREFIX,
-    ) -> None:
-        super().__init__()
-        self.staging = staging
-        self.parts = parts
-        self.shuffle = shuffle
-        self.schema = schema
-        self.prefix = prefix
-
-    def expand(self, rows: Any) -> Any:
-        inputs = rows if isinstance(rows, tuple | list) else (rows,)
-        keyed = [
-            pc | f"KeyByPart{i}" >> beam.Map(_part_of, self.parts) for i, pc in enumerate(inputs)
-        ]
-        # Every part, so that a part no row hashes to is still written (and empty).
-        parts = [(i, None) for i in range(self.parts)]
-        every = inputs[0].pipeline | "EveryPart" >> beam.Create(parts)
-        write = _WritePart(self.staging, self.prefix, self.parts, self.schema)
-        return (
-            (*keyed, every)
-            | "GroupByPart" >> self.shuffle.group_by_part(self.prefix, self.parts, _ROW)
-            | "WritePart" >> beam.ParDo(write)
         )

@@ -11,8 +11,8 @@ from apache_beam.options.pipeline_options import StandardOptions
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from clozeworks.cli import main
-from clozeworks.pipelines.options import is_local, pipeline_options
-from clozeworks.pipelines.runner import LOCAL_RUNNER, run_pipeline
+from clozeworks.pipelines.plumbing.options import is_local, pipeline_options
+from clozeworks.pipelines.plumbing.runner import LOCAL_RUNNER, run_pipeline
 from tests.conftest import write_jsonl
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from clozeworks.cli import main
-from clozeworks.pipelines import progress
 from clozeworks.pipelines.clean import CleanConfig, run_clean
-from clozeworks.pipelines.progress import ENV, Tally, read_totals
+from clozeworks.pipelines.plumbing import progress
+from clozeworks.pipelines.plumbing.progress import ENV, Tally, read_totals
 
 
 def test_tallies_add_up_across_files_and_do_nothing_without_a_directory(

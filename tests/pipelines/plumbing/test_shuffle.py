@@ -14,11 +14,11 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from clozeworks.corpus.shards.instances import SequenceBatch
-from clozeworks.pipelines import shuffle as shuffle_module
-from clozeworks.pipelines.coders import ArraysCoder
-from clozeworks.pipelines.documents_io import WriteParquetParts
-from clozeworks.pipelines.runner import LocalRunner
-from clozeworks.pipelines.shuffle import Shuffle, buckets_for
+from clozeworks.pipelines.plumbing import shuffle as shuffle_module
+from clozeworks.pipelines.plumbing.coders import ArraysCoder
+from clozeworks.pipelines.plumbing.runner import LocalRunner
+from clozeworks.pipelines.plumbing.shuffle import Shuffle, buckets_for
+from clozeworks.pipelines.write_store import WriteParquetParts
 from clozeworks.schemas.documents import DOCUMENT
 
 PAIRS = [(i % 7, f"v{i:03d}") for i in range(200)] + [(1000, "alone")]

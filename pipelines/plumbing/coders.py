@@ -2,7 +2,7 @@
 
 Without these, Beam pickles a `SequenceBatch` whenever it crosses a shuffle; with them the
 bytes are the arrays themselves (`corpus.shards.arrays`), on Beam's GroupByKey as through
-files (`pipelines/shuffle.py`).
+files (`pipelines/plumbing/shuffle.py`).
 """
 
 from __future__ import annotations
