@@ -39,6 +39,7 @@ from clozeworks.pipelines.write_store import WriteParquetParts, parts_for, to_ro
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
+from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"
@@ -285,7 +286,7 @@ def run_clean(
                 f"matches nothing: none of the {missing} records has a text field "
                 f"{config.text_field!r} (set it to the field or column that holds the text)",
             )
-    stats = {
+    written = {
         "stage": "clean",
         "inputs": list(config.inputs),
         "files": len(files),
@@ -294,6 +295,8 @@ def run_clean(
         "fix_mojibake": config.fix_mojibake,
         **counts,
     }
+    # The record as a reader will take it: a stage whose counts do not add up fails here.
+    stats = StoreStats.from_json(written, f"{config.output}/{STATS_FILE}").to_json()
     if rejects_staging and config.rejects:
         dropped = {k: v for k, v in counts.items() if k.startswith("dropped.")}
         BEAM_FS.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)

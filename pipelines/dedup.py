@@ -37,6 +37,7 @@ from clozeworks.pipelines.write_store import WriteParquetParts, parts_for
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, SettingError
 from clozeworks.schemas.settings import check_at_least, setting
+from clozeworks.schemas.stats import StoreStats
 
 CLUSTERS = pa.schema(
     [pa.field("id", pa.string(), nullable=False), pa.field("cluster", pa.string(), nullable=False)]
@@ -478,9 +479,9 @@ def run_dedup(
         staging = run.stage(config.output)
         clusters = run.stage(config.emit_clusters) if config.emit_clusters else None
         state = BEAM_FS.join(staging, "_cc", "round")
-        text_bytes = int(upstream.get("bytes_out", 0))
+        text_bytes = upstream.bytes_out
         bars = [
-            Bar(DOCUMENTS_READ, "read", int(upstream.get("documents_out", 0)) or None),
+            Bar(DOCUMENTS_READ, "read", upstream.documents_out or None),
             Bar(f"written.{DOCS_PREFIX}", "kept"),
         ]
         with run.progress(bars):
@@ -505,8 +506,10 @@ def run_dedup(
         "clusters": counters.get("clusters", 0),
         "largest_clusters": top,
         **counters,
-        "upstream": upstream,
+        "upstream": upstream.to_json(),
     }
+    # The record as a reader will take it: a stage whose counts do not add up fails here.
+    stats = StoreStats.from_json(stats, f"{config.output}/{STATS_FILE}").to_json()
     if clusters and config.emit_clusters:
         summary = {"clusters": stats["clusters"], "largest_clusters": top}
         BEAM_FS.commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from clozeworks.schemas.documents import (
     STATS_FILE,
 )
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.stats import StoreStats
 
 # Progress count (pipelines.progress): store rows read.
 DOCUMENTS_READ = "documents_read"
@@ -34,19 +34,12 @@ def require_documents(directory: str) -> str:
     return BEAM_FS.join(directory, DOCS_GLOB)
 
 
-def read_store_stats(directory: str) -> dict[str, Any]:
+def read_store_stats(directory: str) -> StoreStats:
     """The stats.json of a finished document store; BadInputError if it is not one."""
     require_documents(directory)
-    with BEAM_FS.open(BEAM_FS.join(directory, STATS_FILE)) as f:
-        try:
-            stats = json.loads(f.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise BadInputError(
-                f"{BEAM_FS.join(directory, STATS_FILE)}: not valid JSON ({err})"
-            ) from None
-    if not isinstance(stats, dict):
-        raise BadInputError(f"{BEAM_FS.join(directory, STATS_FILE)}: expected a JSON object")
-    return stats
+    path = BEAM_FS.join(directory, STATS_FILE)
+    with BEAM_FS.open(path) as f:
+        return StoreStats.read(f.read(), path)
 
 
 def store_totals(directory: str) -> tuple[int, int]:

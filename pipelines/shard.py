@@ -46,6 +46,7 @@ from clozeworks.pipelines.write_shards import (
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
 from clozeworks.schemas.manifest import token_dtype_for as _dtype
+from clozeworks.schemas.stats import StoreStats
 
 __all__ = ["BuildShards", "ShardConfig", "plan_shards", "run_shard"]
 
@@ -70,7 +71,7 @@ class ShardPlan:
 def plan_shards(
     config: ShardConfig,
     info: TokenizerInfo,
-    store: dict[str, Any],
+    store: StoreStats,
     text_bytes: int,
     counts: list[int] | None = None,
 ) -> ShardPlan:
@@ -82,7 +83,7 @@ def plan_shards(
         token_dtype=_dtype(info.vocab_size),
         # Sized from the store's text; neither changes which shards come out.
         bucket_bits=dealing.bucket_bits_for(text_bytes * config.dupe_factor),
-        documents=int(store.get("documents_out", 0)),
+        documents=store.documents_out,
     )
     mask = mask_spec(config, info, counts)
     return ShardPlan(recipe, info, text_bytes * config.dupe_factor, mask)
@@ -133,7 +134,7 @@ def run_shard(
         info = load_tokenizer(config.tokenizer)
         store = read_store_stats(config.input)
         # Stores written before dedup counted bytes have no bytes_out: estimate from footers.
-        text_bytes = int(store.get("bytes_out") or store_totals(config.input)[1])
+        text_bytes = store.bytes_out or store_totals(config.input)[1]
         counts = read_token_counts(info.path, info.vocab_size) if config.premask else None
         plan = plan_shards(config, info, store, text_bytes, counts)
         out = prepare_output_dir(config.output, BEAM_FS)

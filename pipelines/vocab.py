@@ -48,13 +48,13 @@ from clozeworks.pipelines.read_store import (
 )
 from clozeworks.schemas.errors import BadInputError, SettingError
 from clozeworks.schemas.special_tokens import special_tokens_for
+from clozeworks.schemas.stats import SampleFigures, VocabStats
 
 HELDOUT = "heldout"
 SAMPLE_PREFIX = "sample"
 HELDOUT_PREFIX = "heldout"
 CHARS_FILE = "chars.json"
 TEXTS = pa.schema([("text", pa.string())])
-STATS_VERSION = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,23 +214,22 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
                 BEAM_FS.remove_tree(config.output)
             raise
         BEAM_FS.remove_tree(staging)
-    stats: dict[str, Any] = {
-        "version": STATS_VERSION,
-        "kind": config.vocab.kind,
-        "vocab_size": tok.get_vocab_size(with_added_tokens=True),
-        "lowercase": config.vocab.lowercase,
-        "input": config.input,
-        "sample": {
-            "seed": config.seed,
-            "rate": rates.train,
-            "documents": counters.get("sample.documents", 0),
-            "bytes": counters.get("sample.bytes", 0),
-            "sample_docs": config.sample_docs,
-            "sample_bytes": config.sample_bytes,
-            "store_documents": documents,
-        },
-        "heldout": {"rate": rates.heldout, **measured},
-    }
+    stats = VocabStats(
+        kind=config.vocab.kind,
+        vocab_size=tok.get_vocab_size(with_added_tokens=True),
+        lowercase=config.vocab.lowercase,
+        input=config.input,
+        sample=SampleFigures(
+            seed=config.seed,
+            rate=rates.train,
+            documents=counters.get("sample.documents", 0),
+            bytes=counters.get("sample.bytes", 0),
+            sample_docs=config.sample_docs,
+            sample_bytes=config.sample_bytes,
+            store_documents=documents,
+        ),
+        heldout={"rate": rates.heldout, **measured},
+    ).to_json()
     _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)
     seconds["write"], clock = _lap(clock)
     return {**stats, "seconds": seconds}
@@ -245,7 +244,7 @@ def _draw_samples(
     run: StageRun, config: VocabRunConfig, rates: SampleRates, staging: str
 ) -> dict[str, int]:
     """Run the Beam pipeline that writes the samples (and character counts) to `staging`."""
-    documents = int(read_store_stats(config.input).get("documents_out", 0)) or None
+    documents = read_store_stats(config.input).documents_out or None
     bars = [Bar(DOCUMENTS_READ, "sample", documents)]
     with run.progress(bars), run.pipeline() as p:
         _ = p | "Sample" >> DrawSamples(config, rates, staging)
