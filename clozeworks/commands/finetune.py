@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
+from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.finetune.run import SWEEP_LEARNING_RATES, run_finetune, run_multitask
 from clozeworks.trainer.finetune.tasks import load_task
@@ -53,20 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--output", required=True, metavar="DIR", help="fine-tuned model to write")
     p.add_argument("--step", type=int, help="checkpoint of --run (default: the newest)")
-    d = FinetuneSettings()
-    p.add_argument("--lr", type=float, default=d.learning_rate, help="peak learning rate")
-    p.add_argument("--batch-size", type=int, default=d.batch_size, help="examples per step")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over train")
-    p.add_argument("--warmup", type=float, default=d.warmup, help="share of steps warming up")
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="AdamW decay")
-    p.add_argument(
-        "--max-seq-len",
-        type=int,
-        default=d.max_seq_len,
-        help="tokens per example (per window for question answering; BERT used 384 there)",
-    )
-    p.add_argument("--seed", type=int, default=d.seed, help="head init, order and dropout")
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:N")
+    add_settings(p, FinetuneSettings)
     p.add_argument(
         "--sweep",
         action="store_true",
@@ -87,16 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    settings = FinetuneSettings(
-        learning_rate=args.lr,
-        batch_size=args.batch_size,
-        epochs=args.epochs,
-        warmup=args.warmup,
-        weight_decay=args.weight_decay,
-        max_seq_len=args.max_seq_len,
-        seed=args.seed,
-        device=args.device,
-    )
+    settings = FinetuneSettings(**settings_from(args, FinetuneSettings))
     specs = [load_task(t) for t in args.task]
     if len(specs) > 1:
         if args.sweep:

@@ -6,7 +6,7 @@ import re
 import unicodedata
 from typing import Any, Literal, get_args
 
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import SettingError
 
 NormalForm = Literal["NFC", "NFKC"]
 NORMAL_FORMS: tuple[NormalForm, ...] = get_args(NormalForm)
@@ -41,7 +41,7 @@ def _ftfy() -> Any:
     try:
         import ftfy
     except ImportError:
-        raise UsageError("--fix-mojibake needs ftfy: pip install 'clozeworks[ftfy]'") from None
+        raise SettingError("fix_mojibake", "needs ftfy: pip install 'clozeworks[ftfy]'") from None
     return ftfy
 
 

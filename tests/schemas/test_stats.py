@@ -1,7 +1,6 @@
 """stats.json and vocab_stats.json as typed records: what a stage writes reads back the
 same, and a file no stage could have written is refused with the field named."""
 
-
 import pytest
 
 from clozeworks.schemas.errors import BadInputError, SchemaError

@@ -12,7 +12,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
@@ -93,9 +93,9 @@ def run_finetune(
         backbone = randomized(backbone, settings.seed)
     m = backbone.config.model
     if settings.max_seq_len > m.max_position:
-        raise UsageError(
-            f"--max-seq-len {settings.max_seq_len} is longer than the model's "
-            f"{m.max_position} positions"
+        raise SettingError(
+            "max_seq_len",
+            f"{settings.max_seq_len} is longer than the model's {m.max_position} positions",
         )
     tokenizer = _tokenizer(backbone.tokenizer)
     if tokenizer.get_vocab_size() > m.vocab_size:

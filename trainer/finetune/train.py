@@ -20,7 +20,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import SettingError
+from clozeworks.schemas.settings import check_at_least, setting
 from clozeworks.trainer.finetune import metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
@@ -32,24 +33,29 @@ from clozeworks.trainer.models.bert import decay_groups
 
 @dataclass(frozen=True)
 class FinetuneSettings:
-    learning_rate: float = 2e-5
-    batch_size: int = 32
-    epochs: int = 3
-    warmup: float = 0.1  # share of all steps
-    weight_decay: float = 0.01
+    # BERT's recipe (section 4 and A.3): 2e-5 to 5e-5, batch 32, 3 epochs, 10% warm-up.
+    learning_rate: float = setting(2e-5, "peak learning rate", flag="lr")
+    batch_size: int = setting(32, "examples per step")
+    epochs: int = setting(3, "passes over train")
+    warmup: float = setting(0.1, "share of steps warming up")
+    weight_decay: float = setting(0.01, "AdamW decay")
     max_grad_norm: float = 1.0
-    max_seq_len: int = 128
-    seed: int = 0
+    max_seq_len: int = setting(
+        128, "tokens per example (per window for question answering; BERT used 384 there)"
+    )
+    seed: int = setting(0, "head init, order and dropout")
     eval_batch_size: int = 128
-    device: str = "auto"
+    device: str = setting("auto", "auto, cpu, cuda, cuda:N")
 
     def __post_init__(self) -> None:
-        if not self.learning_rate > 0 or self.batch_size < 1 or self.epochs < 1:
-            raise UsageError("--lr must be > 0, --batch-size and --epochs at least 1")
+        if not self.learning_rate > 0:
+            raise SettingError("learning_rate", f"must be > 0, got {self.learning_rate}")
+        check_at_least("batch_size", self.batch_size, 1)
+        check_at_least("epochs", self.epochs, 1)
         if not 0.0 <= self.warmup < 1.0:
-            raise UsageError(f"--warmup is a share of the steps in [0, 1), got {self.warmup}")
+            raise SettingError("warmup", f"is a share of the steps in [0, 1), got {self.warmup}")
         if self.max_seq_len < 8:
-            raise UsageError(f"--max-seq-len must be at least 8, got {self.max_seq_len}")
+            raise SettingError("max_seq_len", f"must be at least 8, got {self.max_seq_len}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
