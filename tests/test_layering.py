@@ -50,7 +50,7 @@ TRAINER_LAYERS = [
     {"objectives", "presets", "datasets"},
     {"export", "init_from"},
     {"finetune"},
-    {"checkpointer", "loop", "runinfo"},
+    {"assembly", "checkpointer", "loop", "runinfo"},
 ]
 # Third-party packages a room must not need: corpus/ is usable without Beam, the trainer
 # never starts a pipeline.

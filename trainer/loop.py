@@ -14,12 +14,11 @@ RNG states, so a resumed run is bit-identical.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,22 +28,24 @@ from torch import nn
 from tqdm import tqdm
 
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
-from clozeworks.trainer import fsdp, init_from
+from clozeworks.trainer import fsdp
+from clozeworks.trainer.assembly import (
+    Phase,
+    mix_seed,
+    run_model,
+    settle_config,
+    write_run_config,
+)
 from clozeworks.trainer.batch_index import prepare, to_device
 from clozeworks.trainer.checkpoint import set_rng_state
 from clozeworks.trainer.checkpointer import Checkpointer
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import (
-    copy_tokenizer,
     dataset_for,
     eval_dataset,
     mixture_loader,
-    resolve,
 )
 from clozeworks.trainer.distributed import Dist, setup, teardown
-from clozeworks.trainer.families import build_model
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
     MetricsLog,
@@ -54,9 +55,8 @@ from clozeworks.trainer.metrics import (
     step_sums,
     summarize,
 )
-from clozeworks.trainer.models.bert import Encoder, LayerStack
 from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
-from clozeworks.trainer.objectives import check_objectives, objective_counts
+from clozeworks.trainer.objectives import objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.preempt import StopSignals
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
@@ -66,7 +66,6 @@ __all__ = [
     "MAX_NONFINITE_IN_A_ROW",
     "METRICS_FILE",
     "TrainSummary",
-    "build_model",
     "train",
 ]
 
@@ -101,23 +100,6 @@ class TrainSummary:
     resumed_from: int = 0  # the step this invocation started at (0 for a new run)
     stopped_by: str | None = None  # the signal that stopped the run early (SIGTERM, SIGINT)
     objective: str = "mlm"
-
-
-@dataclass(frozen=True)
-class Phase:
-    data: str  # a shard directory, its URL, or a list of shards (trainer.data.source)
-    manifest: Manifest
-    batch_size: int
-    start_step: int
-
-
-def mix_seed(*parts: int) -> int:
-    """A 63-bit seed from integers (seed, step, micro-batch, rank): ELECTRA's sampling."""
-    h = 0x9E3779B97F4A7C15
-    for p in parts:
-        h = ((h ^ (p & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-        h ^= h >> 31
-    return h & 0x7FFFFFFFFFFFFFFF
 
 
 def train(
@@ -158,12 +140,12 @@ class _Run:
         data = str(data)
         self.d = d
         self.run = run
-        config, self.phases, tokenizer, self.init_notes = _settle_config(config, data, d)
+        config, self.phases, tokenizer, self.init_notes = settle_config(config, data, d)
         self.config = config
         self.eval_set = eval_dataset(config, data, d, self.phases[0].manifest)
         if d.main:
-            _write_run_config(run, config, data, tokenizer)
-        self.model, self.fsdp = _model(config, d)
+            write_run_config(run, config, data, tokenizer)
+        self.model, self.fsdp = run_model(config, d)
         self.optimizer = build_optimizer(self.model, config.optim, d.device)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
@@ -457,85 +439,6 @@ class _Run:
             "phase": phase_index,
         }
         return self.checkpointer.save(self.state.step, state, loader)
-
-
-def _settle_config(
-    config: TrainConfig, data: str, d: Dist
-) -> tuple[TrainConfig, list[Phase], dict[str, bytes], list[str]]:
-    """The run's config as its shards and `--init-from` settle it (architecture, vocabulary,
-    pad id), checked against every phase's shards; the phases, the shards' tokenizer files
-    (read once: rank 0 keeps a copy, the init-from check needs tokenizer.json) and notes on
-    the init-from source."""
-    shards = resolve(config, data)
-    phases = _phases(config, data, shards.manifest)
-    first = shards.manifest
-    tokenizer = tokenizer_files(shards) if config.init_from or d.main else {}
-    notes: list[str] = []
-    if config.init_from:
-        arch, notes = init_from.model_config(config.init_from, config.model)
-        config = replace(config, model=arch)
-        note = init_from.check_tokenizer(config.init_from, first, tokenizer.get("tokenizer.json"))
-        notes += [note] if note else []
-    model_config = replace(
-        config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
-    )
-    config = replace(config, model=model_config)
-    for phase in phases:
-        check_objectives(config, phase.manifest, phase.data)
-    return config, phases, tokenizer, notes
-
-
-def _write_run_config(
-    run: Path, config: TrainConfig, data: str, tokenizer: dict[str, bytes]
-) -> None:
-    run.mkdir(parents=True, exist_ok=True)
-    payload = {**config.to_dict(), "data": data}
-    # The run keeps its own copy, so export works when the shards are remote or gone.
-    payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / TOKENIZER_DIR))
-    (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-
-def _model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
-    """The model on the device, sharded over the ranks with FSDP when asked (before the
-    optimizer: it must hold the sharded parameters), its layer stacks recomputing in the
-    backward pass with grad checkpointing, its encoders compiled; whether it is sharded."""
-    model = build_model(config).to(d.device)
-    # Model weights come from `seed` alone; dropout differs per rank.
-    torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
-    sharded = config.fsdp and d.active
-    if sharded:
-        fsdp.shard(model, Encoder)
-    for module in model.modules():
-        if isinstance(module, LayerStack):
-            module.checkpointing = config.grad_checkpointing
-    if config.compile:
-        # The encoders carry the FLOPs and have static shapes; the heads index with
-        # data-dependent masks, which would only cause graph breaks.
-        for module in model.modules():
-            if isinstance(module, Encoder):
-                module.compile()
-    return model, sharded
-
-
-def _phases(config: TrainConfig, data: str, manifest: Manifest) -> list[Phase]:
-    phases = [Phase(data, manifest, config.batch_size, 0)]
-    if config.phase2 is not None:
-        p2 = config.phase2
-        if not 0 < p2.start_step < config.max_steps:
-            raise UsageError(
-                f"phase2.start_step {p2.start_step} must be between 0 and max_steps "
-                f"{config.max_steps}"
-            )
-        manifest = resolve(config, p2.data).manifest
-        batch = p2.batch_size or config.batch_size
-        phases.append(Phase(p2.data, manifest, batch, p2.start_step))
-    for phase in phases:
-        if phase.manifest.max_seq_len > config.model.max_position:
-            raise UsageError(
-                f"{phase.data}: sequences of {phase.manifest.max_seq_len} tokens exceed the "
-                f"model's {config.model.max_position} positions"
-            )
-    return phases
 
 
 def _phase_at(phases: list[Phase], step: int) -> int:
