@@ -165,16 +165,34 @@ def _verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.Argumen
     return sub.choices[verb]
 
 
+# Runners whose option classes live in their own modules, not in Beam's pipeline_options:
+# imported here (where their runner is installed) so that their flags are known.
+RUNNER_OPTION_MODULES = ("apache_beam.runners.dask.dask_runner",)
+
+
 def _beam_option_strings() -> dict[str, bool]:
-    """Every flag Beam's PipelineOptions knows, and whether it takes a value, gathered as
-    Beam itself does (every PipelineOptions subclass adds its arguments to one parser)."""
+    """Every flag Beam's PipelineOptions know, and whether it takes a value, gathered as
+    Beam itself does (every PipelineOptions subclass, at any depth, adds its arguments to
+    one parser), with the option classes of every installed runner imported first."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    for name in RUNNER_OPTION_MODULES:
+        with contextlib.suppress(ImportError):  # that runner is not installed
+            importlib.import_module(name)
     parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
-    for cls in {str(c): c for c in PipelineOptions.__subclasses__()}.values():
+    for cls in {str(c): c for c in _subclasses(PipelineOptions)}.values():
         with contextlib.suppress(argparse.ArgumentError):  # two classes may share a flag
             cls._add_argparse_args(parser)
     return {o: a.nargs != 0 for a in parser._actions for o in a.option_strings}
+
+
+def _subclasses(cls: type) -> list[type]:
+    out, todo = [], list(cls.__subclasses__())
+    while todo:
+        sub = todo.pop()
+        out.append(sub)
+        todo.extend(sub.__subclasses__())
+    return out
 
 
 def _not_beam(flags: Sequence[str], beam: dict[str, bool]) -> list[str]:

@@ -65,6 +65,11 @@ class OutputFS(ABC):
     def remove_tree(self, directory: str) -> None:
         """Remove `directory` and everything under it, if it exists."""
 
+    def is_directory(self, path: str) -> bool:
+        """Whether `path` is a directory: on an object store, which has none, whether any
+        object lies under the prefix `path/`."""
+        return bool(self.match(self.join(path, "*")) or self.match(self.join(path, "**")))
+
     def listdir(self, directory: str) -> list[str]:
         """The names of the files directly in `directory`, sorted; none if it is missing."""
         prefix = self.join(directory, "")
@@ -151,6 +156,9 @@ class LocalFS(OutputFS):
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def is_directory(self, path: str) -> bool:
+        return os.path.isdir(path)
 
     def match(self, pattern: str) -> list[str]:
         return sorted(p for p in glob.glob(pattern, include_hidden=True) if os.path.isfile(p))

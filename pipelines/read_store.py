@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.vocab.files import DIRECTORY_FILES, TOKENIZER_FILE
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
@@ -24,7 +27,8 @@ DOCUMENTS_READ = "documents_read"
 
 def require_documents(directory: str) -> str:
     """The Parquet glob of a finished document store; BadInputError otherwise."""
-    if not BEAM_FS.exists(directory):
+    # On an object store a "directory" is a prefix with objects under it, never an object.
+    if not BEAM_FS.is_directory(directory):
         raise BadInputError(f"{directory}: no such document directory")
     if not BEAM_FS.exists(BEAM_FS.join(directory, STATS_FILE)):
         raise BadInputError(
@@ -135,3 +139,25 @@ class ReadDocuments(beam.PTransform):
             | "ReadTables" >> ReadDocumentTables(self.directory)
             | "Rows" >> beam.FlatMap(_rows)
         )
+
+
+def local_tokenizer(path: str, into: str) -> str:
+    """`path` where `load_tokenizer` can read it: as it is on this machine's disk; from an
+    object store (`cloze vocab --output gs://...`), its tokenizer files copied into the
+    local directory `into` first. BadInputError if there is no tokenizer there."""
+    if FileSystems.get_scheme(path) in (None, "file"):
+        return path
+    names = [n for n in DIRECTORY_FILES if BEAM_FS.exists(BEAM_FS.join(path, n))]
+    if TOKENIZER_FILE not in names:
+        if BEAM_FS.exists(path) and path.endswith((".json", ".txt")):  # one file given
+            names, path = [path.rsplit("/", 1)[1]], path.rsplit("/", 1)[0]
+        else:
+            raise BadInputError(f"{path}: no {TOKENIZER_FILE} there")
+    os.makedirs(into, exist_ok=True)
+    for name in names:
+        with (
+            BEAM_FS.open(BEAM_FS.join(path, name)) as f,
+            open(os.path.join(into, name), "wb") as out,
+        ):
+            out.write(f.read())
+    return into

@@ -10,6 +10,7 @@ beside the shards, the manifest written last). Output goes through Beam's FileSy
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from clozeworks.pipelines.plumbing.stage import StageRun
 from clozeworks.pipelines.read_store import (
     DOCUMENTS_READ,
     ReadDocumentTables,
+    local_tokenizer,
     read_store_stats,
     store_totals,
 )
@@ -130,8 +132,12 @@ def run_shard(
     """Build the shard set; returns the manifest written last into `config.output`. With
     `progress`, bars on stderr while it runs on this machine."""
     config.validate()
-    with StageRun(beam_argv, progress) as run:
-        info = load_tokenizer(config.tokenizer)
+    # A tokenizer on an object store is read from a local copy, kept until the commit.
+    with (
+        StageRun(beam_argv, progress) as run,
+        tempfile.TemporaryDirectory(prefix="cloze-tokenizer-") as tmp,
+    ):
+        info = load_tokenizer(local_tokenizer(config.tokenizer, tmp))
         store = read_store_stats(config.input)
         # Stores written before dedup counted bytes have no bytes_out: estimate from footers.
         text_bytes = store.bytes_out or store_totals(config.input)[1]
@@ -151,9 +157,9 @@ def run_shard(
             _ = tables | "BuildShards" >> BuildShards(config, plan, out, staging, shuffle)
         infos = read_infos(staging)
         BEAM_FS.remove_tree(staging)
-    if not infos:
-        raise BadInputError(f"{config.input}: no text to make sequences from")
-    return _commit(config, plan, out, infos, run.counters)
+        if not infos:
+            raise BadInputError(f"{config.input}: no text to make sequences from")
+        return _commit(config, plan, out, infos, run.counters)
 
 
 def _commit(

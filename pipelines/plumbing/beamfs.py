@@ -51,6 +51,11 @@ class BeamFS(OutputFS):
             os.makedirs(directory, exist_ok=True)
         # Object stores have no directories to make.
 
+    def is_directory(self, path: str) -> bool:
+        if FileSystems.get_scheme(path) in (None, "file"):
+            return os.path.isdir(path)
+        return super().is_directory(path)  # object stores: is any object under the prefix
+
     def staging_dirs(self, output: str) -> list[str]:
         if FileSystems.get_scheme(output) in (None, "file"):
             return LOCAL.staging_dirs(output)

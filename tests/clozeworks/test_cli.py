@@ -285,3 +285,20 @@ def test_case_flags_are_spelled_the_same_in_vocab_and_build(verb) -> None:
     for flag, cased in (("--cased", True), ("--no-cased", False), ("--uncased", False)):
         assert verb_parser.parse_args([*required, flag]).cased is cased
     assert verb_parser.parse_args(required).cased is None  # the verb's default decides
+
+
+def test_options_of_any_beam_options_class_are_beam_flags(tmp_path) -> None:
+    """A runner's options may subclass another options class (not PipelineOptions
+    directly); their flags are Beam's, not unknown ones (issue 32)."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    class _SomeRunnerOptions(StandardOptions):
+        @classmethod
+        def _add_argparse_args(cls, parser) -> None:
+            parser.add_argument("--some_runner_endpoint", default=None)
+
+    raw = tmp_path / "in.jsonl"
+    raw.write_text('{"text": "a short document of a few words"}\n')
+    argv = ["clean", "--input", str(raw), "--output", str(tmp_path / "o")]
+    assert main([*argv, "--some_runner_endpoint=localhost:1"]) == 0
+    assert main([*argv, "--some_runner_endpont=localhost:1"]) == 2  # a typo is still refused
