@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import OBJECTIVES
+from clozeworks.schemas.kinds import OBJECTIVES, SENTENCE_OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
@@ -174,7 +174,7 @@ class ShardDataset:
 
     def _check_objectives(self) -> None:
         man = self.manifest
-        for name in ("nsp", "sop", "sso"):
+        for name in SENTENCE_OBJECTIVES:
             if name in self.objectives and man.mode != name:
                 raise UsageError(
                     f"objective {name} needs shards built with --mode {name}; "
