@@ -105,6 +105,7 @@ def s3_server() -> Iterator[str]:
     }
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    _forget_s3_clients()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
     saved = {k: os.environ.get(k) for k in [*keys, "AWS_ENDPOINT_URL_S3"]}
@@ -118,6 +119,16 @@ def s3_server() -> Iterator[str]:
             else:
                 os.environ[k] = v
         server.stop()
+        _forget_s3_clients()
+
+
+def _forget_s3_clients() -> None:
+    """fsspec keeps one S3 filesystem per set of arguments, with the endpoint it was made
+    with: a later server (another port) must not be asked through an earlier one's."""
+    with contextlib.suppress(ImportError):
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
 
 
 def upload(directory: Path, bucket_url: str) -> None:
