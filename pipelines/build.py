@@ -25,6 +25,7 @@ from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
 from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
 from clozeworks.pipelines.dedup import DedupConfig, DedupSettings, run_dedup
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.options import pipeline_options
 from clozeworks.pipelines.read_raw import expand_inputs
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
@@ -146,6 +147,8 @@ def run_build(
 ) -> tuple[BuildPaths, Manifest]:
     """Run every stage that is not current, in order; `report` hears one line per stage,
     and with `progress` each stage draws its bars on stderr."""
+    # Beam's FileSystems get the user's options before build.json is looked for.
+    pipeline_options(beam_argv)
     paths = BuildPaths.under(config.root)
     record = BuildRecord(config.root)
 

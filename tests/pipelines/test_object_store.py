@@ -128,3 +128,19 @@ def test_a_missing_store_on_a_bucket_is_one_line(s3, capsys) -> None:
     assert main([*argv, *_flags(s3)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"cloze dedup: error: s3://{BUCKET}/nothing: no such document directory"
+
+
+def test_build_into_a_bucket_writes_the_local_shards(s3, tmp_path) -> None:
+    docs = [d for _, d in zip(range(80), iter_docstrings(min_chars=80), strict=False)]
+    raw = write_jsonl(tmp_path / "raw" / "docs.jsonl", docs)
+    build = ["build", "--input", str(raw.parent), "--vocab-size", "500", "--max-seq-len", "64"]
+    assert main([*build, "--output", f"s3://{BUCKET}/built", *_flags(s3)]) == 0
+    assert main([*build, "--output", str(tmp_path / "built")]) == 0
+    there = _objects(s3, "built/shards/")
+    local = _local_files(tmp_path / "built" / "shards")
+    assert [n for n in local if n.endswith(".tar")]
+    assert {n: d for n, d in there.items() if n.endswith(".tar")} == {
+        n: d for n, d in local.items() if n.endswith(".tar")
+    }
+    # a second build finds every stage current, on the bucket as on disk
+    assert main([*build, "--output", f"s3://{BUCKET}/built", *_flags(s3)]) == 0
