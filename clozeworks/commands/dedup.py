@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 
 from clozeworks.commands import add_progress_flag, progress_wanted
-from clozeworks.commands.flags import add_settings, flag_of, settings_from
+from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.pipelines.dedup import DedupConfig, DedupSettings, run_dedup
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.settings import settings_of
 
 HELP = "docs -> docs without duplicates"
 BEAM = True
@@ -32,12 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    add_settings(parser, DedupSettings)
-    near_flags = set()
-    for name in DedupSettings.NEAR_ONLY:
-        flag = flag_of(parser, name)
-        near_flags |= {flag, flag.replace("--", "--no-", 1)} if flag else set()
+    near_flags = {
+        flag
+        for s in settings_of(DedupSettings)
+        if s.name in DedupSettings.NEAR_ONLY
+        for flag in (s.flag, s.flag.replace("--", "--no-", 1) if s.kind is bool else s.flag)
+    }
     ignored = sorted(near_flags & getattr(args, "given_flags", set()))
     if ignored and not args.near:
         verb = "takes" if len(ignored) == 1 else "take"
