@@ -48,7 +48,7 @@ TRAINER_LAYERS = [
     {"models", "pretraining"},
     {"families", "optim"},
     {"objectives", "presets", "datasets"},
-    {"export", "init_from"},
+    {"export", "init_from", "publish"},
     {"finetune"},
     {"assembly", "checkpointer", "loop", "runinfo"},
 ]

@@ -11,12 +11,15 @@ or ...ForTokenClassification.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
+from clozeworks.corpus.shards.cache import is_remote
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.export import export_run
 from clozeworks.trainer.finetune.export import export_finetuned
 from clozeworks.trainer.finetune.store import FINETUNE_FILE
+from clozeworks.trainer.publish import publish
 
 HELP = "run -> transformers model directory (+ tokenizer)"
 BEAM = False
@@ -26,16 +29,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--run", required=True, metavar="DIR", help="training run or fine-tuned model directory"
     )
-    p.add_argument("--output", required=True, metavar="DIR", help="directory to write")
+    p.add_argument(
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="directory to write, or an object-store prefix (gs://, s3://) that holds nothing yet",
+    )
     p.add_argument("--step", type=int, help="checkpoint step (default: the newest committed)")
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    if not is_remote(args.output):
+        for path in _export(args, Path(args.output)):
+            print(f"wrote {path}")
+        return 0
+    # Written whole on local disk first, then uploaded with each config.json last.
+    with tempfile.TemporaryDirectory(prefix="cloze-export-") as tmp:
+        local = Path(tmp) / "model"
+        written = [p.relative_to(local).as_posix() for p in _export(args, local)]
+        publish(local, args.output)
+    for sub in written:
+        print(f"wrote {args.output.rstrip('/')}{'/' + sub if sub != '.' else ''}")
+    return 0
+
+
+def _export(args: argparse.Namespace, output: Path) -> list[Path]:
     if (Path(args.run) / FINETUNE_FILE).is_file():
         if args.step is not None:
             raise UsageError("--step applies to training runs; a fine-tuned model has one")
-        print(f"wrote {export_finetuned(Path(args.run), Path(args.output))}")
-        return 0
-    for path in export_run(Path(args.run), Path(args.output), args.step):
-        print(f"wrote {path}")
-    return 0
+        return [export_finetuned(Path(args.run), output)]
+    return export_run(Path(args.run), output, args.step)

@@ -143,3 +143,104 @@ def upload(directory: Path, bucket_url: str) -> None:
     for f in directory.rglob("*"):
         if f.is_file():
             fs.pipe(f"{path}/{f.relative_to(directory)}", f.read_bytes())
+
+
+@contextlib.contextmanager
+def gcs_server(bucket: str) -> Iterator[str]:
+    """gcp-storage-emulator on a free port with `bucket` made, and the environment that points
+    Google's own clients at it: `STORAGE_EMULATOR_HOST` (google-cloud-storage, which Beam's
+    GCS filesystem uses, and gcsfs) and application default credentials whose token endpoint
+    is a local server. A service account key, so the clients take the path they take for a
+    user (only such a key file may name its token endpoint); without credentials, Beam's
+    launcher and every worker would spend 25 s retrying to find some. gcsfs must not have
+    been imported before (it reads its switches then). Yields the endpoint."""
+    import json
+    import tempfile
+
+    from gcp_storage_emulator.server import create_server
+
+    storage = create_server("127.0.0.1", 0, in_memory=True, default_bucket=bucket)
+    storage.start()
+    tokens = ThreadingHTTPServer(("127.0.0.1", 0), _TokenHandler)
+    tokens.daemon_threads = True
+    threading.Thread(target=tokens.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{storage._api._httpd.server_address[1]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        credentials = Path(tmp) / "application_default_credentials.json"
+        credentials.write_text(
+            json.dumps(
+                {
+                    "type": "service_account",
+                    "project_id": "clozeworks-test",
+                    "client_email": "tests@clozeworks-test.iam.gserviceaccount.com",
+                    "client_id": "1",
+                    "private_key_id": "1",
+                    "private_key": _private_key(),
+                    "token_uri": f"http://127.0.0.1:{tokens.server_address[1]}/token",
+                }
+            )
+        )
+        env = {
+            "STORAGE_EMULATOR_HOST": endpoint,
+            "GOOGLE_APPLICATION_CREDENTIALS": str(credentials),
+            "GOOGLE_CLOUD_PROJECT": "clozeworks-test",
+            # gcsfs asks the gRPC control plane for a bucket's type first (zonal and
+            # hierarchical buckets); the emulator speaks only the JSON API. Read at import.
+            "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        _forget_gcs_clients()
+        try:
+            yield endpoint
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            tokens.shutdown()
+            tokens.server_close()
+            storage.stop()
+            _forget_gcs_clients()
+
+
+def _private_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+class _TokenHandler(BaseHTTPRequestHandler):
+    """An OAuth token endpoint that grants every refresh: what the emulator needs of a user."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = b'{"access_token": "testing", "token_type": "Bearer", "expires_in": 3600}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _forget_gcs_clients() -> None:
+    """As for S3: gcsfs instances and Beam's cached credentials belong to one server."""
+    with contextlib.suppress(ImportError):
+        import gcsfs
+
+        gcsfs.GCSFileSystem.clear_instance_cache()
+    with contextlib.suppress(ImportError):
+        from apache_beam.internal.gcp import auth
+
+        auth._Credentials._credentials_init = False
+        auth._Credentials._credentials = None
