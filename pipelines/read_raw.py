@@ -36,7 +36,7 @@ from clozeworks.corpus.text.readers import (
     read_task,
     with_bases,
 )
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
@@ -134,10 +134,11 @@ _READ_ERRORS = (
 )
 
 
-class _PlanReads(beam.DoFn):
+class _PlanReads(FileSystemsDoFn):
     """A file -> the ReadTasks that read it (ranges of a large file are numbered later)."""
 
     def __init__(self, fmt: str | None, doc_sep: str, chunk_bytes: int) -> None:
+        super().__init__()
         self.fmt = fmt
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
@@ -162,7 +163,7 @@ def _numbered_or_not(task: ReadTask, partitions: int) -> int:
     return 0 if task.base is not None else 1
 
 
-class _CountLines(beam.DoFn):
+class _CountLines(FileSystemsDoFn):
     """A range of a split file -> (path, (range, newlines in it))."""
 
     def process(self, task: ReadTask) -> Iterator[tuple[str, tuple[ReadTask, int]]]:
@@ -178,13 +179,15 @@ def _number_ranges(item: tuple[str, Iterable[tuple[ReadTask, int]]]) -> list[Rea
     return with_bases(tasks, counts)
 
 
-class _ReadRecords(beam.DoFn):
+class _ReadRecords(FileSystemsDoFn):
     def __init__(self, options: ReadOptions) -> None:
+        super().__init__()
         self.options = options
         self.docs_in = counter("documents_in")
         self.bytes_in = counter("bytes_in")
 
     def setup(self) -> None:
+        super().setup()
         self.tally = Tally()
 
     def finish_bundle(self) -> None:

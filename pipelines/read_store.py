@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.vocab.files import DIRECTORY_FILES, TOKENIZER_FILE
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.documents import (
@@ -72,17 +72,21 @@ def _footer(path: str) -> Any:
         raise BadInputError(f"{path}: not a readable Parquet file ({err})") from None
 
 
-def _row_groups_of(path: str) -> Iterator[tuple[str, int]]:
+class _RowGroupsOf(FileSystemsDoFn):
     """(path, row group) for each row group of one Parquet file, from its footer."""
-    for group in range(_footer(path).num_row_groups):
-        yield path, group
+
+    def process(self, path: str) -> Iterator[tuple[str, int]]:
+        for group in range(_footer(path).num_row_groups):
+            yield path, group
 
 
-class _ReadRowGroup(beam.DoFn):
+class _ReadRowGroup(FileSystemsDoFn):
     def __init__(self, columns: Sequence[str] | None) -> None:
+        super().__init__()
         self.columns = list(columns) if columns is not None else None
 
     def setup(self) -> None:
+        super().setup()
         self.tally = Tally()
 
     def finish_bundle(self) -> None:
@@ -115,7 +119,7 @@ class ReadDocumentTables(beam.PTransform):
         return (
             pbegin
             | "ListFiles" >> beam.Create(self.files)
-            | "RowGroups" >> beam.FlatMap(_row_groups_of)
+            | "RowGroups" >> beam.ParDo(_RowGroupsOf())
             # One row group per element; the reshuffle spreads them over workers.
             | "SpreadRowGroups" >> beam.Reshuffle()
             | "ReadRowGroup" >> beam.ParDo(_ReadRowGroup(self.columns))

@@ -17,7 +17,7 @@ from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE
 from clozeworks.corpus.vocab.train import TokenizerInfo
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.manifest import ShardInfo
@@ -55,12 +55,13 @@ class MaskSpec:
         return StaticMasker(tables, self.settings, self.seed, self.pad_id)
 
 
-class _WriteShard(beam.DoFn):
+class _WriteShard(FileSystemsDoFn):
     """(shard, [(positions, SequenceBatch)]) -> the shard's manifest entry as JSON."""
 
     def __init__(
         self, output: str, block_size: int, token_dtype: str, pairs: bool, mask: MaskSpec | None
     ) -> None:
+        super().__init__()
         self.output = output
         self.block_size = block_size
         self.token_dtype = token_dtype
@@ -69,6 +70,7 @@ class _WriteShard(beam.DoFn):
         self.masker: StaticMasker | None = None
 
     def setup(self) -> None:
+        super().setup()
         self.masker = self.mask.masker() if self.mask is not None else None
         self.tally = Tally()
 

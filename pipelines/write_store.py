@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from clozeworks.corpus.text.readers import (
     RawDocument,
 )
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.schemas.documents import (
@@ -43,11 +43,12 @@ def _part_of(row: dict[str, Any], parts: int) -> tuple[int, dict[str, Any]]:
     return zlib.crc32(row["id"].encode("utf-8")) % parts, row
 
 
-class _WritePart(beam.DoFn):
+class _WritePart(FileSystemsDoFn):
     """(part, rows) -> the part's Parquet file under `staging`, rows sorted by their
     columns in schema order (the id first)."""
 
     def __init__(self, staging: str, prefix: str, parts: int, schema: pa.Schema) -> None:
+        super().__init__()
         self.staging = staging
         self.prefix = prefix
         self.parts = parts

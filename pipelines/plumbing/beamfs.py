@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
+import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
 from clozeworks.schemas.errors import BadInputError
@@ -70,3 +72,48 @@ class BeamFS(OutputFS):
 
 
 BEAM_FS = BeamFS()
+
+# The options the launcher's FileSystems were given (`share_options`), as a plain dict.
+_LAUNCHER_OPTIONS: dict[str, Any] = {}
+
+
+def share_options(options: PipelineOptions) -> None:
+    """This process's FileSystems get `options` (the launcher lists and writes with the
+    user's credentials and endpoints), and every `FileSystemsDoFn` made from now on carries
+    them to its workers."""
+    FileSystems.set_options(options)
+    given = options.get_all_options(drop_default=True)
+    _LAUNCHER_OPTIONS.clear()
+    _LAUNCHER_OPTIONS.update({k: v for k, v in given.items() if k in _filesystem_dests()})
+
+
+def _filesystem_dests() -> set[str]:
+    """The options Beam's filesystems read (S3's, Google Cloud's, Azure's, HDFS's): only
+    these travel, not the launcher's own paths and switches."""
+    import argparse
+
+    from apache_beam.options import pipeline_options as po
+
+    parser = argparse.ArgumentParser()
+    for view in (po.S3Options, po.GoogleCloudOptions, po.AzureOptions, po.HadoopFileSystemOptions):
+        view._add_argparse_args(parser)
+    return {action.dest for action in parser._actions}
+
+
+class FileSystemsDoFn(beam.DoFn):
+    """A DoFn that opens, lists or writes files through Beam's FileSystems on a worker.
+
+    Workers that Beam's own worker main starts (Dataflow, the SDK container) give
+    FileSystems the pipeline options; the SDK workers of an external worker pool
+    (`worker_pool_main`) are started without them, and S3's client cannot be made with
+    none ("Must provide one of client or options"). So the launcher's options travel with
+    the DoFn and are given to a worker's FileSystems that has none. Subclasses call
+    `super().__init__()` and `super().setup()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._filesystem_options = dict(_LAUNCHER_OPTIONS)
+
+    def setup(self) -> None:
+        if FileSystems._pipeline_options is None and self._filesystem_options:
+            FileSystems.set_options(PipelineOptions.from_dictionary(self._filesystem_options))

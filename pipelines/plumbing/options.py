@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     PipelineOptions,
     PortableOptions,
@@ -12,6 +11,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
+from clozeworks.pipelines.plumbing.beamfs import share_options
 from clozeworks.pipelines.plumbing.runner import DIRECT_NAMES, LOCAL_RUNNER
 from clozeworks.pipelines.plumbing.shuffle import Shuffle, buckets_for
 
@@ -30,14 +30,14 @@ def pipeline_options(beam_argv: Sequence[str]) -> PipelineOptions:
     Beam's FileSystems get these options at once: every path the launcher lists, reads
     or writes from here on goes with the user's credentials and endpoints (S3's client
     is made from them; without them it fails with "Must provide one of client or
-    options").
+    options"), and so do the workers (`beamfs.FileSystemsDoFn`).
     """
     options = PipelineOptions(list(beam_argv))
     standard = options.view_as(StandardOptions)
     if not standard.runner or standard.runner.lower() in DIRECT_NAMES:
         standard.runner = LOCAL_RUNNER
     options.view_as(SetupOptions).save_main_session = False
-    FileSystems.set_options(options)
+    share_options(options)
     return options
 
 

@@ -29,7 +29,7 @@ import apache_beam as beam
 from apache_beam.coders import Coder, VarIntCoder
 from apache_beam.transforms.window import GlobalWindows
 
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import runner_counter
 
 _RECORD = struct.Struct("<II")  # key length, value length
@@ -50,7 +50,7 @@ def _bucket(key: bytes, buckets: int) -> int:
     return zlib.crc32(key) % buckets
 
 
-class _Spill(beam.DoFn):
+class _Spill(FileSystemsDoFn):
     """(key, value) -> (bucket, (path, start, end)) for every bucket of every file written.
 
     Integer keys (VarIntCoder) go to bucket `key % buckets`: the shard pipeline's keys are
@@ -59,6 +59,7 @@ class _Spill(beam.DoFn):
     read whole, sets peak memory). Other keys go by crc32."""
 
     def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+        super().__init__()
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
@@ -111,10 +112,11 @@ def _records(data: bytes) -> Iterator[tuple[bytes, bytes]]:
         pos += klen + vlen
 
 
-class _ReadBucket(beam.DoFn):
+class _ReadBucket(FileSystemsDoFn):
     """(bucket, [(path, start, end)]) -> (key, [values]) for every key of the bucket."""
 
     def __init__(self, key_coder: Coder, value_coder: Coder):
+        super().__init__()
         self.key_coder = key_coder
         self.value_coder = value_coder
 
