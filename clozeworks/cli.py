@@ -20,7 +20,7 @@ from types import ModuleType
 
 from clozeworks.commands.flags import flag_of
 from clozeworks.schemas import errors
-from clozeworks.schemas.errors import ClozeError, SettingError
+from clozeworks.schemas.errors import ClozeError, DryRun, SettingError
 
 # Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
 # imports), so only the verb being run is imported; `cloze --help` imports them all.
@@ -135,6 +135,9 @@ def main(argv: Sequence[str]) -> int:
             return int(module.run(args, unknown) or 0)
     except KeyboardInterrupt:
         return _fail(args.command, "interrupted", 130)
+    except DryRun as done:
+        print(f"cloze {args.command}: {done}")
+        return 0
     except Exception as err:
         if args.debug or isinstance(err, BrokenPipeError):
             raise

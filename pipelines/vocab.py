@@ -36,7 +36,7 @@ from clozeworks.corpus.vocab.files import (
 from clozeworks.corpus.vocab.sample import SampleRates, SampleSettings
 from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
-from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.stage import StageRun
@@ -128,10 +128,11 @@ class CountChars(beam.PTransform):
         return tables | "SumCharCounts" >> beam.CombineGlobally(_CharCountsFn())
 
 
-class _WriteJson(beam.DoFn):
+class _WriteJson(FileSystemsDoFn):
     """Writes its one element as a JSON file (rewriting it on a retry is harmless)."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
 
     def process(self, data: Any) -> Iterator[str]:
@@ -185,7 +186,9 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
         if documents == 0:
             raise BadInputError(f"{config.input}: the document store holds no documents")
         rates = config.rates(documents, text_bytes)
-        existed = BEAM_FS.exists(config.output)
+        # On a bucket a directory is objects under a prefix: `exists` would say no to an
+        # earlier tokenizer there, and a failed run would remove it.
+        existed = BEAM_FS.is_directory(config.output)
         staging = run.stage(config.output)
         try:
             counters = _draw_samples(run, config, rates, staging)

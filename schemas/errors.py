@@ -54,3 +54,14 @@ class SettingError(UsageError):
 
 
 _SETTING = re.compile(r"\{(\w+)\}")
+
+
+class DryRun(Exception):
+    """A pipeline was translated into its runner's job and not run (`--dry_run True` with
+    the DataflowRunner): nothing was read past the listing, nothing written. The command
+    ends there with exit 0; `job_file` is where the job was written, if anywhere."""
+
+    def __init__(self, runner: str, steps: int, job_file: str | None) -> None:
+        where = f"; the job is in {job_file}" if job_file else ""
+        super().__init__(f"dry run: {runner} job of {steps} steps translated, not run{where}")
+        self.job_file = job_file

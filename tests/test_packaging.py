@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"clozeworks": "clozeworks", "corpus": "clozeworks/corpus"}
-FOLDERS |= {name: f"clozeworks/{name}" for name in ("pipelines", "schemas", "trainer")}
+from tests.wheel import FOLDERS, ROOT, build_wheel
 
 
 def _wheel(tmp_path: Path) -> zipfile.ZipFile:
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for folder in FOLDERS:
-        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    out = tmp_path / "dist"
-    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
-    subprocess.run(
-        [*pip, "--quiet", "-w", str(out), str(src)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = out.glob("clozeworks-*.whl")
-    return zipfile.ZipFile(wheel)
+    return zipfile.ZipFile(build_wheel(tmp_path))
 
 
 def test_wheel_holds_every_module_under_clozeworks_alone(tmp_path: Path) -> None:

@@ -13,12 +13,17 @@ commits its outputs (marker last), which removes them.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import StandardOptions
+from apache_beam.options.pipeline_options import (
+    DebugOptions,
+    StandardOptions,
+    TestOptions,
+)
 
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import read_counters
@@ -26,6 +31,7 @@ from clozeworks.pipelines.plumbing.options import is_local, pipeline_options, sh
 from clozeworks.pipelines.plumbing.progress import Bar, pipeline_progress
 from clozeworks.pipelines.plumbing.runner import run_pipeline
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
+from clozeworks.schemas.errors import DryRun
 
 # Runners whose workers run on machines of their own.
 REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -78,7 +84,27 @@ class StageRun:
         `counters`."""
         with run_pipeline(self.options) as p:
             yield p
+        job = getattr(p.result, "job", None)
+        if job is not None and self.options.view_as(TestOptions).dry_run:
+            raise self._dry_run(job)
         self.counters = read_counters(p.result)
+
+    def _dry_run(self, job: Any) -> DryRun:
+        """The translated job, written to `--dataflow_job_file` if given (Beam writes that
+        file only when it submits): the job and its portable pipeline, for review."""
+        from google.protobuf import json_format
+
+        pipeline = job.proto_pipeline
+        path = self.options.view_as(DebugOptions).dataflow_job_file
+        if path:
+            document = {
+                "job": json.loads(job.json()),
+                "pipeline": json_format.MessageToDict(pipeline),
+            }
+            with BEAM_FS.create(path) as f:
+                f.write(json.dumps(document, indent=1).encode())
+        runner = str(self.options.view_as(StandardOptions).runner)
+        return DryRun(runner, len(pipeline.components.transforms), path)
 
 
 def remove_shuffle(shuffle: Shuffle) -> None:

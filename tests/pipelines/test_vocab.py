@@ -10,8 +10,6 @@ from pathlib import Path
 import apache_beam as beam
 import pyarrow as pa
 import pytest
-from apache_beam.io.filesystem import FileMetadata, FileSystem
-from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from transformers import AutoTokenizer
@@ -109,86 +107,30 @@ def test_remote_runner_needs_a_shared_output(small_build, tmp_path) -> None:
         _vocab(small_build[0].docs, tmp_path / "x", "bpe", ("--runner=DataflowRunner",))
 
 
-class _ElsewhereFileSystem(FileSystem):
-    """Local files under an `elsewhere://` scheme: to run the pipeline as it runs against
-    gs:// or s3://, where no path can be opened with `open()` or `os`."""
+def test_runs_on_a_bucket(small_build, tmp_path) -> None:
+    """Input and output on moto's S3 server, where no path opens with `open()` or `os`: the
+    tokenizer written there is the local run's, and transformers loads it."""
+    pytest.importorskip("moto.server")
+    import boto3
+    import fsspec
 
-    PREFIX = "elsewhere://"
+    from tests.trainer.data.servers import s3_server, upload
 
-    def __init__(self, pipeline_options=None) -> None:
-        super().__init__(pipeline_options)
-        self._fs = LocalFileSystem(pipeline_options)
-
-    @classmethod
-    def scheme(cls) -> str:
-        return "elsewhere"
-
-    def _here(self, path: str) -> str:
-        assert path.startswith(self.PREFIX), path
-        return path[len(self.PREFIX) :]
-
-    def _there(self, path: str) -> str:
-        return self.PREFIX + path
-
-    def _meta(self, m: FileMetadata) -> FileMetadata:
-        return FileMetadata(self._there(m.path), m.size_in_bytes, m.last_updated_in_seconds)
-
-    def join(self, basepath, *paths):
-        return self._there(os.path.join(self._here(basepath), *paths))
-
-    def split(self, path):
-        head, tail = os.path.split(self._here(path))
-        return self._there(head), tail
-
-    def _url_dirname(self, url_or_path):
-        return self._there(os.path.dirname(self._here(url_or_path)))
-
-    def mkdirs(self, path):
-        self._fs.mkdirs(self._here(path))
-
-    def has_dirs(self):
-        return True
-
-    def _list(self, dir_or_prefix):
-        return (self._meta(m) for m in self._fs._list(self._here(dir_or_prefix)))
-
-    def create(self, path, *args, **kwargs):
-        return self._fs.create(self._here(path), *args, **kwargs)
-
-    def open(self, path, *args, **kwargs):
-        return self._fs.open(self._here(path), *args, **kwargs)
-
-    def copy(self, sources, destinations):
-        self._fs.copy([self._here(s) for s in sources], [self._here(d) for d in destinations])
-
-    def rename(self, sources, destinations):
-        self._fs.rename([self._here(s) for s in sources], [self._here(d) for d in destinations])
-
-    def exists(self, path):
-        return self._fs.exists(self._here(path))
-
-    def size(self, path):
-        return self._fs.size(self._here(path))
-
-    def last_updated(self, path):
-        return self._fs.last_updated(self._here(path))
-
-    def checksum(self, path):
-        return self._fs.checksum(self._here(path))
-
-    def metadata(self, path):
-        return self._meta(self._fs.metadata(self._here(path)))
-
-    def delete(self, paths):
-        self._fs.delete([self._here(p) for p in paths])
-
-
-def test_runs_on_a_filesystem_that_is_not_local(small_build, tmp_path) -> None:
-    docs = small_build[0].docs
-    out = tmp_path / "remote" / "tok"
-    there = _ElsewhereFileSystem.PREFIX
-    stats = _vocab(there + docs, there + str(out), "unigram")
-    local = _vocab(docs, tmp_path / "local", "unigram")
+    with s3_server() as endpoint:
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="vocab")
+        upload(Path(small_build[0].docs), "s3://vocab/docs")
+        flags = (
+            f"--s3_endpoint_url={endpoint}",
+            "--s3_access_key_id=testing",
+            "--s3_secret_access_key=testing",
+            "--s3_region_name=us-east-1",
+        )
+        stats = _vocab("s3://vocab/docs", "s3://vocab/tok", "unigram", flags)
+        out = tmp_path / "from-the-bucket"
+        fs = fsspec.filesystem("s3")
+        fs.invalidate_cache()
+        fs.get("vocab/tok/", str(out), recursive=True)
+    local = _vocab(small_build[0].docs, tmp_path / "local", "unigram")
     assert (out / "tokenizer.json").read_bytes() == (
         tmp_path / "local" / "tokenizer.json"
     ).read_bytes()

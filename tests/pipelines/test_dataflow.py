@@ -1,0 +1,202 @@
+"""The README's Dataflow commands, run as written with `--dry_run True`: each verb's
+pipeline is translated into a Dataflow job offline (apache-beam[gcp]'s DataflowRunner) and
+the job is read back. The bucket is gcp-storage-emulator on 127.0.0.1, found by Google's
+clients through the environment: nothing in the commands but the placeholders changes.
+What matters in a job: no path of the launching machine in any step (its workers could not
+read it), a worker environment that has this package, and the groupings on Beam's
+GroupByKey (the local runner's file shuffle would spill to the launcher's disk)."""
+
+from __future__ import annotations
+
+import base64
+import bz2
+import contextlib
+import importlib.util
+import json
+import re
+import shlex
+import shutil
+import tempfile
+import tomllib
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clozeworks.cli import main
+from clozeworks.corpus.text.demo import iter_docstrings
+from tests.wheel import ROOT, build_wheel
+
+pytest.importorskip("apache_beam.runners.dataflow.dataflow_runner")
+pytest.importorskip("gcp_storage_emulator")
+
+BUCKET = "clozeworks-dataflow"
+IMAGE = "us-central1-docker.pkg.dev/clozeworks-test/workers/clozeworks:0.1.0"
+PLACES = {"BUCKET": BUCKET, "PROJECT": "clozeworks-test", "REGION": "us-central1", "IMAGE": IMAGE}
+BEAM_VERBS = ("clean", "dedup", "vocab", "shard")
+
+
+def readme_commands() -> tuple[list[list[str]], list[list[str]]]:
+    """(the `DATAFLOW=` flag sets, the `cloze` commands) of the README's Dataflow section,
+    with the placeholders filled in."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Running on Dataflow", 1)[1].split("\n## ", 1)[0]
+    lines = [
+        ln for block in re.findall(r"```sh\n(.*?)```", section, re.S) for ln in block.splitlines()
+    ]
+    for placeholder, value in PLACES.items():
+        lines = [re.sub(rf"\b{placeholder}\b", value, ln) for ln in lines]
+    flags = [
+        shlex.split(ln.split("=", 1)[1])[0].split() for ln in lines if ln.startswith("DATAFLOW=")
+    ]
+    commands = [shlex.split(ln.split("#")[0]) for ln in lines if ln.startswith("cloze ")]
+    return flags, commands
+
+
+def _expand(command: list[str], dataflow: list[str]) -> list[str]:
+    out: list[str] = []
+    for word in command[1:]:  # without `cloze`
+        out += dataflow if word == "$DATAFLOW" else [word]
+    return out
+
+
+@pytest.fixture(scope="module")
+def bucket(tmp_path_factory) -> Iterator[Path]:
+    """The emulator with the README's inputs on it: raw documents, and the stores the later
+    verbs read, made by the same commands on the local runner. Yields a work directory
+    holding what the commands name relative to it (the wheel, the requirements file)."""
+    if importlib.util.find_spec("gcsfs") is None:
+        pytest.skip("gcsfs is not installed")
+    from tests.trainer.data.servers import gcs_server
+
+    work = tmp_path_factory.mktemp("launcher")
+    shutil.copy(ROOT / "requirements-dataflow.txt", work)
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    (work / "dist").mkdir()
+    shutil.copy(wheel, work / "dist")
+    with gcs_server(BUCKET):
+        import fsspec
+
+        # Documents the README's filters (c4, gopher) keep: plain sentences of prose.
+        docstrings = zip(range(2000), iter_docstrings(min_chars=200), strict=False)
+        sentences = [s for _, d in docstrings for s in _prose(d["text"])]
+        texts = ["\n".join(sentences[i : i + 8]) for i in range(0, len(sentences) - 7, 8)]
+        lines = "".join(json.dumps({"text": t}) + "\n" for t in texts)
+        fsspec.filesystem("gs").pipe(f"{BUCKET}/raw/docs.jsonl", lines.encode())
+        _, commands = readme_commands()
+        for command in commands:
+            if command[1] in ("clean", "dedup", "vocab"):
+                assert main([*_expand(command, []), "--no-progress"]) == 0, command
+        yield work
+
+
+def _prose(docstring: str) -> list[str]:
+    """The docstring's sentences that read as prose: words of letters, a full stop."""
+    return re.findall(r"[A-Z][a-z ,']{30,}[a-z]\.", docstring)
+
+
+def _job(argv: list[str], job_file: Path, capsys) -> dict:
+    assert main([*argv, "--dry_run", "True", "--dataflow_job_file", str(job_file)]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: DataflowRunner job of" in out and str(job_file) in out
+    return json.loads(job_file.read_text())["pipeline"]
+
+
+def _leaves(pipeline: dict) -> dict[str, dict]:
+    transforms = pipeline["components"]["transforms"]
+    return {k: t for k, t in transforms.items() if not t.get("subtransforms")}
+
+
+def _pickled_fns(pipeline: dict) -> list[bytes]:
+    """The pickled bytes of every DoFn (compressed, then base64, in the ParDo payload);
+    searched as bytes, never unpickled."""
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    found = []
+    for t in _leaves(pipeline).values():
+        if t.get("spec", {}).get("urn") != "beam:transform:pardo:v1":
+            continue
+        payload = beam_runner_api_pb2.ParDoPayload.FromString(
+            base64.b64decode(t["spec"]["payload"])
+        )
+        data = payload.do_fn.payload
+        with contextlib.suppress(ValueError, OSError, zlib.error):  # not compressed: as it is
+            packed = base64.b64decode(data, validate=True)
+            # Beam's picklers compress with bz2 (cloudpickle) or zlib (dill)
+            data = bz2.decompress(packed) if packed[:3] == b"BZh" else zlib.decompress(packed)
+        found.append(data)
+    return found
+
+
+def _local_roots(work: Path) -> list[bytes]:
+    """Where a launcher keeps data: its working and temporary directories. (Functions of
+    Beam's that cloudpickle takes by value carry their module's `__file__`, a path in the
+    launcher's site-packages: that names code, not data, and is not searched for.)"""
+    return [str(p).encode() for p in (work, Path(tempfile.gettempdir()))] + [b"/tmp/"]
+
+
+@pytest.mark.parametrize("verb", BEAM_VERBS)
+def test_the_readme_dataflow_commands_translate_into_jobs(bucket, verb, tmp_path, capsys) -> None:
+    flags, commands = readme_commands()
+    image_flags, _ = flags
+    (command,) = [c for c in commands if c[1] == verb]
+    pipeline = _job(_expand(command, image_flags), tmp_path / "job.json", capsys)
+    leaves = _leaves(pipeline)
+    urns = {t["spec"]["urn"] for t in leaves.values() if "spec" in t}
+    if verb != "vocab":  # vocab's sampling pipeline reads and writes, and groups nothing
+        assert "beam:transform:group_by_key:v1" in urns
+    fns = _pickled_fns(pipeline)
+    assert fns and not [f for f in fns if b"_Spill" in f or b"_ReadBucket" in f]
+    for root in _local_roots(bucket):
+        assert not [f[f.index(root) - 200 : f.index(root) + 200] for f in fns if root in f], root
+        steps = json.dumps(leaves).encode()
+        assert root not in steps, root
+    assert f"gs://{BUCKET}/".encode() in b"".join(fns)
+    # a dry run writes nothing and removes nothing: the stores made above are all there
+    import fsspec
+
+    fs = fsspec.filesystem("gs")
+    fs.invalidate_cache()
+    assert fs.exists(f"{BUCKET}/work/tok/tokenizer.json")
+    assert fs.exists(f"{BUCKET}/work/docs/stats.json")
+    (environment,) = pipeline["components"]["environments"].values()
+    assert environment["urn"] == "beam:env:docker:v1"
+    assert IMAGE in base64.b64decode(environment["payload"]).decode()
+
+
+def test_the_wheel_and_requirements_reach_the_workers(
+    bucket, tmp_path, capsys, monkeypatch
+) -> None:
+    flags, commands = readme_commands()
+    (_, wheel_flags) = flags
+    (command,) = [c for c in commands if c[1] == "clean"]
+    monkeypatch.chdir(bucket)  # the README's relative paths: dist/..., requirements-...
+    pipeline = _job(_expand(command, wheel_flags), tmp_path / "job.json", capsys)
+    (environment,) = pipeline["components"]["environments"].values()
+    staged = {base64.b64decode(d["rolePayload"])[2:].decode() for d in environment["dependencies"]}
+    assert "clozeworks-0.1.0-py3-none-any.whl" in staged
+    assert "requirements.txt" in staged
+
+
+def _pins(path: Path) -> dict[str, str]:
+    lines = [ln.split("#")[0].strip() for ln in path.read_text().splitlines()]
+    return dict(ln.split("==") for ln in lines if "==" in ln)
+
+
+def test_the_worker_requirements_are_the_launchers() -> None:
+    """Every dependency of the package (but Beam, which is the image's) is in
+    requirements-dataflow.txt at the version constraints.txt tests, as are the filters'
+    extras; Dockerfile.dataflow's Beam is the launcher's."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[<>=\[ ]", d)[0].lower() for d in project["dependencies"]}
+    names |= {
+        re.split(r"[<>=\[ ]", d)[0].lower()
+        for x in ("lang", "ftfy")
+        for d in project["optional-dependencies"][x]
+    }
+    workers, tested = _pins(ROOT / "requirements-dataflow.txt"), _pins(ROOT / "constraints.txt")
+    assert set(workers) == names - {"apache-beam"}
+    assert {n: tested[n] for n in workers} == workers
+    docker = (ROOT / "Dockerfile.dataflow").read_text()
+    assert re.search(r"^ARG BEAM=(\S+)$", docker, re.M).group(1) == tested["apache-beam"]
