@@ -130,10 +130,11 @@ def _pickled_fns(pipeline: dict) -> list[bytes]:
 
 
 def _local_roots(work: Path) -> list[bytes]:
-    """Where a launcher keeps data: its working and temporary directories. (Functions of
+    """Where a launcher keeps data: its working and temporary directories, and everything
+    this test session made (`work.parent`, pytest's base temp). (Functions of
     Beam's that cloudpickle takes by value carry their module's `__file__`, a path in the
     launcher's site-packages: that names code, not data, and is not searched for.)"""
-    return [str(p).encode() for p in (work, Path(tempfile.gettempdir()))] + [b"/tmp/"]
+    return [str(p).encode() for p in (work, Path(tempfile.gettempdir()), work.parent)]
 
 
 @pytest.mark.parametrize("verb", BEAM_VERBS)
