@@ -118,8 +118,15 @@ def decompressing(raw: IO[bytes], path: str) -> IO[bytes]:
 
     Every decompressor here returns at most what is asked of it, so a small file that expands
     enormously (a 200 MB line of one character gzips to 200 KB) never lands in memory whole.
+    A compressed file of zero bytes is an error naming it: every format writes a header even
+    for no data, so such a file is what a failed download or copy leaves (gzip and zstd
+    would read it as empty, bz2 and xz fail with a message that does not say so).
     """
     lower = path.lower()
+    if lower.endswith(COMPRESSED_SUFFIXES):
+        if not raw.read(1):
+            raise BadInputError(f"{path}: empty compressed file (zero bytes; not even a header)")
+        raw.seek(0)
     if lower.endswith(".gz"):
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw))
     if lower.endswith((".zst", ".zstd")):

@@ -230,6 +230,22 @@ def test_a_truncated_compressed_file_is_an_error_never_a_short_read(
     assert not (tmp_path / "docs" / "stats.json").exists()
 
 
+@pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
+def test_an_empty_compressed_file_is_an_error_naming_it(tmp_path, capsys, suffix) -> None:
+    # what a failed download leaves; gzip and zstd alone would read it as no records
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "good.jsonl").write_text('{"text": "a document that is fine"}\n')
+    (raw / f"empty.jsonl.{suffix}").write_bytes(b"")
+    code = main(["clean", "--input", str(raw), "--output", str(tmp_path / "docs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err
+    assert err.endswith(
+        f"empty.jsonl.{suffix}: empty compressed file (zero bytes; not even a header)"
+    )
+    assert not (tmp_path / "docs" / "stats.json").exists()
+
+
 def test_a_text_field_that_matches_no_record_is_an_error_not_an_empty_store(
     tmp_path, capsys
 ) -> None:
