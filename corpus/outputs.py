@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.errors import BadInputError, SettingError
 
 
 class OutputFS(ABC):
@@ -176,3 +176,49 @@ class LocalFS(OutputFS):
 
 
 LOCAL = LocalFS()
+
+
+def overlap(output: str, source: str) -> str | None:
+    """How `output` would overlap `source` (a path, URL or glob of inputs): "is", "is
+    inside" or "contains", or None when they are apart. A glob counts as the directory
+    before its first wildcard. Local paths are compared resolved (symlinks, `..`)."""
+    source = _before_wildcard(source)
+    a, b = _comparable(output), _comparable(source)
+    if a == b:
+        return "is"
+    if a.startswith(b.rstrip("/") + "/"):
+        return "is inside"
+    if b.startswith(a.rstrip("/") + "/"):
+        return "contains"
+    return None
+
+
+def _before_wildcard(pattern: str) -> str:
+    cut = min((i for i, ch in enumerate(pattern) if ch in "*?["), default=len(pattern))
+    if cut == len(pattern):
+        return pattern
+    return pattern[: pattern.rfind("/", 0, cut) + 1] or "."
+
+
+def _comparable(path: str) -> str:
+    if "://" in path and not path.startswith("file://"):
+        return path.rstrip("/") or path
+    return os.path.realpath(path.removeprefix("file://"))
+
+
+def check_apart(outputs: dict[str, str | None], inputs: dict[str, Sequence[str]]) -> None:
+    """SettingError unless every output (setting -> path) is apart from every input
+    (setting -> paths): an output inside an input is read back by the next run, one that
+    contains an input or equals it replaces it. Checked before anything is touched."""
+    for out_name, output in outputs.items():
+        if not output:
+            continue
+        for in_name, sources in inputs.items():
+            for source in sources:
+                how = overlap(output, source)
+                if how is not None:
+                    raise SettingError(
+                        out_name,
+                        f"({output}) {how} {{{in_name}}} ({source}): a run would read "
+                        "or replace what it writes; choose a place apart",
+                    )

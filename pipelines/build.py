@@ -19,6 +19,7 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.sample import SampleSettings
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
@@ -150,6 +151,9 @@ def run_build(
     # Beam's FileSystems get the user's options before build.json is looked for.
     pipeline_options(beam_argv)
     paths = BuildPaths.under(config.root)
+    # Raw inputs may sit under the root, beside the stages' directories, not in them.
+    for stage_dir in (paths.clean, paths.docs, paths.tokenizer, paths.shards):
+        check_apart({"output": stage_dir}, {"input": config.inputs})
     record = BuildRecord(config.root)
 
     def stage(name: str, settings: dict[str, Any], upstream: str, marker: str) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.text.filters import (
     FILTERS,
     DocumentFilter,
@@ -260,6 +261,7 @@ def run_clean(
     settings that cannot work; nothing is left in `output` by a failed run.
     """
     filters = _check(config)
+    check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress) as run:
         files = named_inputs(config.inputs)
         staging = run.stage(config.output)

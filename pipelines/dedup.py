@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.dedup.exact import keep_owned_lines, line_keys, owner_rank, too_few_sentences
 from clozeworks.corpus.dedup.minhash import optimal_param
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
@@ -471,8 +472,8 @@ def run_dedup(
     UsageError for impossible settings, BadInputError when the input is not a finished
     document store; a failed run leaves `output` as it was.
     """
-    if config.input.rstrip("/") == config.output.rstrip("/"):
-        raise SettingError("output", "must differ from {input}")
+    outputs = {"output": config.output, "emit_clusters": config.emit_clusters}
+    check_apart(outputs, {"input": [config.input]})
     settings = config.near_settings()
     with StageRun(beam_argv, progress) as run:
         upstream = read_store_stats(config.input)

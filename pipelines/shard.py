@@ -18,6 +18,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import prepare_output_dir, write_manifest
 from clozeworks.corpus.shards.instances import Specials
@@ -132,6 +133,9 @@ def run_shard(
     """Build the shard set; returns the manifest written last into `config.output`. With
     `progress`, bars on stderr while it runs on this machine."""
     config.validate()
+    check_apart(
+        {"output": config.output}, {"input": [config.input], "tokenizer": [config.tokenizer]}
+    )
     # A tokenizer on an object store is read from a local copy, kept until the commit.
     with (
         StageRun(beam_argv, progress) as run,

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.vocab.alphabet import CharCounter
 from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
@@ -173,6 +174,7 @@ def _batches(texts: Iterator[str], size: int = 256) -> Iterator[list[str]]:
 def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
     """Sample, train, measure, write. Returns what `vocab_stats.json` holds, and under
     "seconds" how long each step took (not saved: it would make reruns differ)."""
+    check_apart({"output": config.output}, {"input": [config.input]})
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     with StageRun(beam_argv, config.show_progress) as run:

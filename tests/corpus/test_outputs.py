@@ -103,3 +103,33 @@ def test_a_new_staging_dir_removes_what_an_interrupted_run_left(
     (tmp_path / "stats.json").write_text("{}")  # the committed output stays
     staging = fs.new_staging_dir(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(staging).name, "stats.json"])
+
+
+@pytest.mark.parametrize(
+    ("output", "source", "how"),
+    [
+        ("work/raw", "work/raw", "is"),
+        ("work/raw/", "./work/raw", "is"),
+        ("work/raw/out", "work/raw", "is inside"),
+        ("work", "work/raw", "contains"),
+        ("work/raw2", "work/raw", None),  # a shared prefix is not a parent
+        ("work/out", "work/raw/*.jsonl", None),
+        ("work/raw/x", "work/raw/*.jsonl", "is inside"),  # a glob counts as its directory
+        ("gs://b/work/raw/out", "gs://b/work/raw", "is inside"),
+        ("gs://b/work", "gs://b/work/raw/", "contains"),
+        ("gs://b/work/raw", "s3://b/work/raw", None),
+    ],
+)
+def test_overlap(tmp_path, monkeypatch, output, source, how) -> None:
+    from clozeworks.corpus.outputs import overlap
+
+    monkeypatch.chdir(tmp_path)
+    assert overlap(output, source) == how
+
+
+def test_overlap_sees_through_a_symlink(tmp_path) -> None:
+    from clozeworks.corpus.outputs import overlap
+
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "raw")
+    assert overlap(str(tmp_path / "alias" / "out"), str(tmp_path / "raw")) == "is inside"
