@@ -46,6 +46,7 @@ _TRAIN_COUNTS = (
     "shuffle_buffer",
     "eval_batches",
 )
+SEED_MAX = 2**63 - 1
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "int": int,
     "float": (int, float),
@@ -286,6 +287,9 @@ class TrainConfig:
             _at_least(self, "", name, 1)
         _at_least(self, "", "num_workers", 0)
         _at_least(self, "", "eval_every", 0)
+        # torch seeds with a signed 64-bit integer and numpy with a non-negative one.
+        if not 0 <= self.seed <= SEED_MAX:
+            raise UsageError(f"seed must be in [0, 2**63 - 1], got {self.seed}")
         _between(self, "", "eval_split", 0.0, 0.5)
         if self.mixture is not None:
             bad = [

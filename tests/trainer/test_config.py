@@ -54,6 +54,9 @@ def test_a_toml_file_overrides_any_field(tmp_path) -> None:
         ("[optim]\nbeta2 = 1.0\n", r"optim\.beta2 must be in \[0, 1\)"),
         ("keep = 0\n", "keep must be >= 1"),
         ("batch_size = true\n", "batch_size must be int"),
+        # torch and numpy took these with a traceback
+        ("seed = 18446744073709551616\n", r"seed must be in \[0, 2\*\*63 - 1\], got 1844"),
+        ("seed = -1\n", r"seed must be in \[0, 2\*\*63 - 1\], got -1"),
     ],
 )
 def test_bad_settings_are_named(tmp_path, text: str, message: str) -> None:
