@@ -139,6 +139,8 @@ class Manifest:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise SchemaError(source, "<top>", f"not valid JSON ({err})") from None
+        except RecursionError:  # Python's parser recurses once per level of nesting
+            raise SchemaError(source, "<top>", "nested too deeply to be a manifest") from None
         return cls.from_dict(data, source)
 
     @classmethod

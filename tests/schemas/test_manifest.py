@@ -121,6 +121,25 @@ def test_not_json_is_a_schema_error() -> None:
         Manifest.from_json("{nope", "m.json")
 
 
+def test_a_manifest_nested_past_the_parser_is_a_schema_error() -> None:
+    deep = '{"format": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    with pytest.raises(SchemaError, match=r"m\.json.*nested too deeply to be a manifest"):
+        Manifest.from_json(deep, "m.json")
+
+
+def test_a_nested_manifest_is_one_line_for_inspect_and_train(tmp_path, capsys) -> None:
+    from clozeworks.cli import main
+
+    (tmp_path / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    assert main(["inspect", str(tmp_path), "--verify"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "nested too deeply to be a manifest" in err, err[-500:]
+    argv = ["train", "--data", str(tmp_path), "--output", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "nested too deeply to be a manifest" in err, err[-500:]
+
+
 def test_directory_without_manifest_is_not_a_dataset(tmp_path) -> None:
     (tmp_path / "shard-000000.tar").write_bytes(b"")
     with pytest.raises(BadInputError, match=r"no manifest\.json"):
