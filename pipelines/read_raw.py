@@ -77,6 +77,7 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
         if not matched:
             raise BadInputError(f"{pattern}: no such file or directory (or nothing in it)")
         for path in matched:
+            _check_utf8(path)
             named.setdefault(path, _name_below(path, root))
     seen: dict[str, str] = {}
     for path, name in sorted(named.items()):
@@ -87,6 +88,18 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
             )
         seen[name] = path
     return sorted(named.items())
+
+
+def _check_utf8(path: str) -> None:
+    """Documents name their file in ids and `source` (UTF-8 strings everywhere downstream):
+    a name with bytes that are not UTF-8 cannot be carried there."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", errors="backslashreplace")
+        raise BadInputError(
+            f"{shown}: the file name is not UTF-8, so it cannot name documents; rename it"
+        ) from None
 
 
 def _name_below(path: str, root: str) -> str:

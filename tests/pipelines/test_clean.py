@@ -2,6 +2,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 from pathlib import Path
 
 import apache_beam as beam
@@ -244,6 +245,21 @@ def test_an_empty_compressed_file_is_an_error_naming_it(tmp_path, capsys, suffix
         f"empty.jsonl.{suffix}: empty compressed file (zero bytes; not even a header)"
     )
     assert not (tmp_path / "docs" / "stats.json").exists()
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path, capsys) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "good.jsonl").write_text('{"text": "a document that is fine"}\n')
+    with open(os.path.join(os.fsencode(raw), b"bad\xff.jsonl"), "wb") as f:
+        f.write(b'{"text": "a document in a file with a Latin-1 name"}\n')
+    code = main(["clean", "--input", str(raw), "--output", str(tmp_path / "docs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err[-800:]
+    assert err.endswith(
+        "bad\\xff.jsonl: the file name is not UTF-8, so it cannot name documents; rename it"
+    )
+    assert not (tmp_path / "docs").exists()
 
 
 def test_a_text_field_that_matches_no_record_is_an_error_not_an_empty_store(
