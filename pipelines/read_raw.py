@@ -7,6 +7,7 @@ import contextlib
 import lzma
 import os
 import shutil
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -78,6 +79,7 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
             raise BadInputError(f"{pattern}: no such file or directory (or nothing in it)")
         for path in matched:
             _check_utf8(path)
+            _check_regular(path)
             named.setdefault(path, _name_below(path, root))
     seen: dict[str, str] = {}
     for path, name in sorted(named.items()):
@@ -88,6 +90,28 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
             )
         seen[name] = path
     return sorted(named.items())
+
+
+_SPECIAL = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def _check_regular(path: str) -> None:
+    """A FIFO, socket or device among the inputs is refused, never opened: reading one
+    blocks until something writes to it (forever, for a FIFO nobody feeds)."""
+    if "://" in path and not path.startswith("file://"):
+        return  # object stores hold objects only
+    try:
+        mode = os.stat(path.removeprefix("file://")).st_mode
+    except OSError:
+        return  # gone or unreadable: opening it names the problem
+    kind = _SPECIAL.get(stat.S_IFMT(mode))
+    if kind is not None:
+        raise BadInputError(f"{path}: {kind}, not a regular file; inputs must be files")
 
 
 def _check_utf8(path: str) -> None:

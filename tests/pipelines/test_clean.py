@@ -262,6 +262,26 @@ def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path, capsys) -> None:
     assert not (tmp_path / "docs").exists()
 
 
+@pytest.mark.parametrize("kind", ["FIFO", "socket"])
+def test_an_input_that_is_not_a_regular_file_is_refused_not_opened(tmp_path, capsys, kind) -> None:
+    import socket
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "good.jsonl").write_text('{"text": "a document that is fine"}\n')
+    special = raw / "special.jsonl"
+    if kind == "FIFO":
+        os.mkfifo(special)  # opening it would block until a writer comes: never
+    else:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(special))
+    code = main(["clean", "--input", str(raw), "--output", str(tmp_path / "docs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err, err[-800:]
+    assert err.endswith(f"special.jsonl: a {kind}, not a regular file; inputs must be files")
+    assert not (tmp_path / "docs").exists()
+
+
 def test_a_text_field_that_matches_no_record_is_an_error_not_an_empty_store(
     tmp_path, capsys
 ) -> None:
