@@ -287,6 +287,7 @@ class TrainConfig:
             _at_least(self, "", name, 1)
         _at_least(self, "", "num_workers", 0)
         _at_least(self, "", "eval_every", 0)
+        _between(self, "", "shard_cache_gb", 0.0, float("inf"), high_open=True)
         # torch seeds with a signed 64-bit integer and numpy with a non-negative one.
         if not 0 <= self.seed <= SEED_MAX:
             raise UsageError(f"seed must be in [0, 2**63 - 1], got {self.seed}")

@@ -56,6 +56,8 @@ def test_a_toml_file_overrides_any_field(tmp_path) -> None:
         ("batch_size = true\n", "batch_size must be int"),
         # torch and numpy took these with a traceback
         ("seed = 18446744073709551616\n", r"seed must be in \[0, 2\*\*63 - 1\], got 1844"),
+        ("shard_cache_gb = -1.0\n", r"shard_cache_gb must be in \[0, inf\), got -1"),
+        ("shard_cache_gb = nan\n", r"shard_cache_gb must be in \[0, inf\), got nan"),
         ("seed = -1\n", r"seed must be in \[0, 2\*\*63 - 1\], got -1"),
     ],
 )
