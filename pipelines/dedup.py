@@ -102,6 +102,9 @@ class DedupSettings:
             raise SettingError("threshold", f"must be in (0, 1), got {self.threshold}")
         for name in ("ngram", "num_perm", "cc_rounds"):
             check_at_least(name, getattr(self, name), 1)
+        for name in ("bands", "rows"):
+            if getattr(self, name) is not None:
+                check_at_least(name, getattr(self, name), 1)
         if (self.bands is None) != (self.rows is None):
             raise SettingError("bands", "and {rows}: give both, or neither")
         fn_weight = self.fn_weight
@@ -114,7 +117,7 @@ class DedupSettings:
             if self.bands is not None and self.rows is not None
             else optimal_param(self.threshold, self.num_perm, 1.0 - fn_weight, fn_weight)
         )
-        if bands < 1 or rows < 1 or bands * rows > self.num_perm:
+        if bands * rows > self.num_perm:
             raise SettingError(
                 "bands", f"x {{rows}} must be at most {{num_perm}} ({self.num_perm})"
             )

@@ -159,6 +159,22 @@ def test_default_banding_leans_to_recall_when_verifying() -> None:
         DedupConfig(input="in", output="out", near=True, fn_weight=1.0).near_settings()
 
 
+@pytest.mark.parametrize(
+    ("bands", "rows", "message"),
+    [
+        (0, 0, "bands must be >= 1, got 0"),  # was "bands x rows must be at most num_perm"
+        (4, -1, "rows must be >= 1, got -1"),
+        (40, 40, "bands x rows must be at most num_perm"),
+        (4, None, "bands and rows: give both, or neither"),
+    ],
+)
+def test_banding_that_no_run_can_use_is_explained(bands, rows, message) -> None:
+    config = DedupConfig(input="in", output="out", near=True, bands=bands, rows=rows)
+    with pytest.raises(UsageError) as caught:
+        config.near_settings()
+    assert str(caught.value).startswith(message)
+
+
 def test_defaults_find_pairs_just_above_the_threshold_and_merge_none_below(tmp_path) -> None:
     """At --threshold 0.7 with default flags: pairs at true Jaccard 0.70-0.80 are found with
     recall >= 0.93 (36 x 7 bands collide with 95.5% of pairs at 0.70 and 99.98% at 0.80, so
