@@ -4,6 +4,7 @@ import pytest
 import zstandard
 
 from clozeworks.corpus.text.readers import decompressing
+from clozeworks.schemas.errors import BadInputError
 
 PAYLOAD = b"".join(b"line %d of a test file with some words\n" % i for i in range(4000))
 
@@ -39,11 +40,13 @@ def test_whole_files_read_and_every_cut_inside_a_frame_raises(params) -> None:
     assert _read(data[:first]) == PAYLOAD
 
 
-def test_skippable_frames_and_empty_files_are_whole() -> None:
+def test_skippable_frames_are_whole_and_an_empty_file_is_an_error() -> None:
     skippable = (0x184D2A5E).to_bytes(4, "little") + (6).to_bytes(4, "little") + b"ignore"
     data = skippable + _frames() + skippable
     assert _read(data) == PAYLOAD * 2
-    assert _read(b"") == b""
+    # zero bytes is not an empty .zst (that has a frame header): a failed download (issue 33)
+    with pytest.raises(BadInputError, match=r"x\.zst: empty compressed file"):
+        _read(b"")
     with pytest.raises(EOFError):
         _read(skippable[:-1])
 
