@@ -11,6 +11,7 @@ or ...ForTokenClassification.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
@@ -39,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    if not sys.stderr.isatty():
+        # transformers draws a bar per file it writes: noise in a log nobody watches live.
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     if not is_remote(args.output):
         for path in _export(args, Path(args.output)):
             print(f"wrote {path}")

@@ -290,3 +290,10 @@ def test_finetune_starts_from_an_exported_transformers_directory(tiny_run, tmp_p
     args = ["finetune", "--run", str(hf_dir), "--task", "glue/sst2", "--data", str(data)]
     assert main([*args, "--output", str(tmp_path / "o"), "--epochs", "1", "--no-progress"]) == 0
     assert json.loads((tmp_path / "o" / "finetune.json").read_text())["source"] == str(hf_dir)
+
+
+def test_export_draws_no_progress_bar_without_a_terminal(tiny_run, tmp_path, capsys) -> None:
+    # under nohup, Slurm or a pipe a bar is only noise in the log (issue 33, item 8)
+    assert main(["export", "--run", str(tiny_run), "--output", str(tmp_path / "hf")]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.strip() == f"wrote {tmp_path / 'hf'}"
