@@ -141,6 +141,8 @@ def main(argv: Sequence[str]) -> int:
     except Exception as err:
         if args.debug or isinstance(err, BrokenPipeError):
             raise
+        if _interrupted(err):
+            return _fail(args.command, "interrupted", 130)
         # Beam re-raises a DoFn's exception with the step appended; unwrap ours. From a
         # worker process it arrives as the text of the worker's traceback.
         ours = _find(err, ClozeError) or _from_worker(err)
@@ -241,6 +243,19 @@ def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def _interrupted(err: BaseException) -> bool:
+    """Ctrl-C that reached us as another exception: Rust code (tokenizers) turns it into a
+    RuntimeError("KeyboardInterrupt"), and Beam re-raises that with the step appended."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt) or str(current).startswith("KeyboardInterrupt"):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 # The last line of a worker's traceback when one of our errors ended it.

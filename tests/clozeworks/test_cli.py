@@ -302,3 +302,23 @@ def test_options_of_any_beam_options_class_are_beam_flags(tmp_path) -> None:
     argv = ["clean", "--input", str(raw), "--output", str(tmp_path / "o")]
     assert main([*argv, "--some_runner_endpoint=localhost:1"]) == 0
     assert main([*argv, "--some_runner_endpont=localhost:1"]) == 2  # a typo is still refused
+
+
+def test_ctrl_c_inside_rust_code_is_exit_130_in_one_line(
+    small_build, tmp_path, capsys, monkeypatch
+) -> None:
+    """tokenizers turns SIGINT into RuntimeError("KeyboardInterrupt"), and Beam re-raises
+    it with the step appended: shard printed two tracebacks and exited 1 (issue 33)."""
+    from clozeworks.corpus.shards import tokenize
+
+    def interrupted(*args, **kwargs):
+        raise RuntimeError("KeyboardInterrupt")
+
+    monkeypatch.setattr(tokenize, "_encode", interrupted)
+    paths, _ = small_build
+    out = tmp_path / "shards"
+    argv = ["shard", "--input", paths.docs, "--tokenizer", paths.tokenizer, "--output", str(out)]
+    assert main([*argv, "--no-progress"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "cloze shard: error: interrupted"
+    assert not [p for p in out.rglob("*") if p.is_file()]  # nothing that looks like output
