@@ -3,8 +3,9 @@ records into documents.
 
 Records that cannot become a document are not errors: they come back as `Rejected` with a
 reason the pipeline counts (`bad_json`, `bad_utf8`, `missing_text`, `non_string_text`,
-`empty_text`, `too_long`). A file that cannot be opened or decompressed is an error naming
-the file.
+`empty_text`, `too_long`, `bad_id`: an `--id-field` value that is not a string or an
+integer, which would otherwise become a Python repr). A file that cannot be opened or
+decompressed is an error naming the file.
 
 Large uncompressed `.jsonl` and blank-line `.txt` files are cut into byte ranges read in
 parallel (`plan_reads`), the way Hadoop and Beam's text source split: a range owns the records
@@ -325,6 +326,10 @@ def _document(
         return Rejected("non_string_text", source, position, type(value).__name__, _sample(raw))
     if not value.strip():
         return Rejected("empty_text", source, position, sample=_sample(raw))
+    if record_id is not None and (
+        isinstance(record_id, bool) or not isinstance(record_id, (str, int))
+    ):
+        return Rejected("bad_id", source, position, type(record_id).__name__, _sample(raw))
     doc_id = make_id(source, position) if record_id is None else str(record_id)
     return RawDocument(doc_id, value, source)
 

@@ -206,3 +206,14 @@ def test_parquet_rows_row_groups_and_bad_columns() -> None:
     assert [r.position for r in tail if isinstance(r, Rejected)] == [5]
     with pytest.raises(BadInputError, match=r"t\.parquet: no column 'text'"):
         list(read_parquet(io.BytesIO(buf.getvalue()), "t.parquet"))
+
+
+def test_an_id_that_is_not_a_string_or_an_integer_is_rejected_as_bad_id() -> None:
+    # such an id used to become a Python repr ("{'a': 1}", "True", "b'x'")
+    ids = ['"seven"', "7", '{"a": 1}', "[1]", "true", "1.5", "null"]
+    lines = "".join(f'{{"id": {i}, "text": "document {n}"}}\n' for n, i in enumerate(ids))
+    out = list(read_jsonl(io.BytesIO(lines.encode()), "in.jsonl", ReadOptions(id_field="id")))
+    kept = [r.id for r in out if not isinstance(r, Rejected)]
+    assert kept == ["seven", "7", "in.jsonl#7"]  # a null id: the position, as with no field
+    bad = [(r.reason, r.detail) for r in out if isinstance(r, Rejected)]
+    assert bad == [("bad_id", "dict"), ("bad_id", "list"), ("bad_id", "bool"), ("bad_id", "float")]
