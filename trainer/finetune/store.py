@@ -76,6 +76,7 @@ def save(
 
 
 def load(path: Path) -> Finetuned:
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     meta = path / FINETUNE_FILE
@@ -92,7 +93,13 @@ def load(path: Path) -> Finetuned:
     m = config.model
     encoder = build_encoder(m)
     model: TaskModel = MODELS.get(spec.shape, SequenceModel)(m, encoder, spec.num_outputs)
-    tensors = load_file(str(path / WEIGHTS_FILE))
+    weights = path / WEIGHTS_FILE
+    try:
+        tensors = load_file(str(weights))
+    except FileNotFoundError:
+        raise BadInputError(f"{weights}: missing (the model's weights)") from None
+    except (OSError, SafetensorError) as err:
+        raise BadInputError(f"{weights}: not a readable safetensors file ({err})") from None
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if missing or unexpected:
         raise BadInputError(

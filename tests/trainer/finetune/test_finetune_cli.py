@@ -297,3 +297,24 @@ def test_export_draws_no_progress_bar_without_a_terminal(tiny_run, tmp_path, cap
     assert main(["export", "--run", str(tiny_run), "--output", str(tmp_path / "hf")]) == 0
     out, err = capsys.readouterr()
     assert err == "" and out.strip() == f"wrote {tmp_path / 'hf'}"
+
+
+def test_evaluate_without_readable_weights_is_one_line(tiny_run, tmp_path, capsys) -> None:
+    data, out = tmp_path / "sst2", tmp_path / "tuned"
+    write_sst2(data, seed=1, rows=32)
+    args = ["finetune", "--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
+    assert main([*args, "--output", str(out), "--epochs", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    weights = out / "model.safetensors"
+    evaluate = ["evaluate", "--model", str(out), "--data", str(data), "--device", "cpu"]
+    for damage, said in (
+        (b"not safetensors", "not a readable safetensors file"),
+        (None, "missing"),
+    ):
+        if damage is None:
+            weights.unlink()
+        else:
+            weights.write_bytes(damage)
+        assert main(evaluate) == 2  # was a traceback (issue 33)
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith(f"cloze evaluate: error: {weights}: {said}"), err
