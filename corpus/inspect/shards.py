@@ -249,6 +249,9 @@ def _tokenizer_copy(
     try:
         info = load_tokenizer(where)
     except ClozeError as err:
+        # A damaged copy fails `train` (which takes it into the run) and `export` later.
+        if verify:
+            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": str(err)})
         warnings.append(f"{err}; tokens are shown as ids")
         return None
     if info.sha256 != manifest.tokenizer_sha256:

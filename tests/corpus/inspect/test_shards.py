@@ -309,6 +309,17 @@ def test_a_missing_tokenizer_copy_fails_verification(sets, tmp_path) -> None:
     assert "cannot be decoded" in verified["problems"][0]["problem"]
 
 
+def test_a_truncated_tokenizer_copy_fails_verification(sets, tmp_path) -> None:
+    # it passed with a warning, and train or export failed later (issue 33)
+    directory, _ = damaged_copy(sets["packed"], tmp_path / "d")
+    copy = directory / "tokenizer" / "tokenizer.json"
+    copy.write_bytes(copy.read_bytes()[: copy.stat().st_size // 2])
+    assert shard_summary(directory)["problems"] == []  # still readable, as ids
+    verified = shard_summary(directory, verify=True)
+    assert [p["shard"] for p in verified["problems"]] == ["tokenizer/"]
+    assert "tokenizer.json" in verified["problems"][0]["problem"]
+
+
 def peak_bytes(directory: Path) -> int:
     tracemalloc.start()
     try:
