@@ -233,29 +233,28 @@ def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str
     return f"unrecognized argument {flag}{more}: not one of {known} flags{hint}"
 
 
-def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None:
-    """`err` or the first exception of `kind` it was raised from."""
+def _chain(err: BaseException) -> Iterator[BaseException]:
+    """`err` and the exceptions it was raised from, each once."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
+        yield current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return None
+
+
+def _find(err: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """`err` or the first exception of `kind` it was raised from."""
+    return next((e for e in _chain(err) if isinstance(e, kind)), None)
 
 
 def _interrupted(err: BaseException) -> bool:
     """Ctrl-C that reached us as another exception: Rust code (tokenizers) turns it into a
     RuntimeError("KeyboardInterrupt"), and Beam re-raises that with the step appended."""
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt) or str(current).startswith("KeyboardInterrupt"):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return any(
+        isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt")
+        for e in _chain(err)
+    )
 
 
 # The last line of a worker's traceback when one of our errors ended it.

@@ -29,11 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.scale.corpus import write_corpus  # noqa: E402
 from tests.pipelines.test_job_server import _env, _free_port, _wait_for  # noqa: E402
-from tests.trainer.data.servers import gcs_server, s3_server  # noqa: E402
+from tests.trainer.data.servers import gcs_server, s3_flags, s3_server  # noqa: E402
 
 VERBS = ("clean", "dedup", "vocab", "shard")
-S3_FLAGS = ["--s3_access_key_id=testing", "--s3_secret_access_key=testing"]
-S3_FLAGS += ["--s3_region_name=us-east-1"]
 
 
 def commands(raw: str, at: str) -> dict[str, list[str]]:
@@ -144,7 +142,7 @@ def main() -> None:
         import boto3
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
-        flags = [f"--s3_endpoint_url={endpoint}", *S3_FLAGS]
+        flags = s3_flags(endpoint)
         chain("s3 emulator", "s3://bench/work", flags, bucket_files)
         with job_server(work) as portable:
             chain("job server (disk)", str(work / "js"), portable, lambda d: local_files(Path(d)))

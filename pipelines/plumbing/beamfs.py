@@ -6,6 +6,7 @@ knows, on any runner.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import IO, Any
@@ -87,7 +88,8 @@ def share_options(options: PipelineOptions) -> None:
     _LAUNCHER_OPTIONS.update({k: v for k, v in given.items() if k in _filesystem_dests()})
 
 
-def _filesystem_dests() -> set[str]:
+@functools.cache
+def _filesystem_dests() -> frozenset[str]:
     """The options Beam's filesystems read (S3's, Google Cloud's, Azure's, HDFS's): only
     these travel, not the launcher's own paths and switches."""
     import argparse
@@ -97,7 +99,7 @@ def _filesystem_dests() -> set[str]:
     parser = argparse.ArgumentParser()
     for view in (po.S3Options, po.GoogleCloudOptions, po.AzureOptions, po.HadoopFileSystemOptions):
         view._add_argparse_args(parser)
-    return {action.dest for action in parser._actions}
+    return frozenset(action.dest for action in parser._actions)
 
 
 class FileSystemsDoFn(beam.DoFn):

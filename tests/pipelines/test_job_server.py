@@ -149,16 +149,11 @@ def test_the_stages_on_the_job_server_read_and_write_a_bucket(job_server, local)
     import boto3
     import fsspec
 
-    from tests.trainer.data.servers import s3_server
+    from tests.trainer.data.servers import s3_flags, s3_server
 
     with s3_server() as endpoint:
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="jobs")
-        s3 = [
-            f"--s3_endpoint_url={endpoint}",
-            "--s3_access_key_id=testing",
-            "--s3_secret_access_key=testing",
-            "--s3_region_name=us-east-1",
-        ]
+        s3 = s3_flags(endpoint)
         # The pool was started before this server: its workers know the endpoint and keys
         # only from the pipeline options.
         _stages(local / "raw", "s3://jobs/work", [*job_server, *s3])

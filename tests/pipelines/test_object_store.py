@@ -45,19 +45,11 @@ def _s3() -> Iterator[Bucket]:
     pytest.importorskip("moto.server")
     import boto3
 
-    from tests.trainer.data.servers import s3_server
+    from tests.trainer.data.servers import s3_flags, s3_server
 
     with s3_server() as endpoint:
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=NAME)
-        yield Bucket(
-            f"s3://{NAME}",
-            (
-                f"--s3_endpoint_url={endpoint}",
-                "--s3_access_key_id=testing",
-                "--s3_secret_access_key=testing",
-                "--s3_region_name=us-east-1",
-            ),
-        )
+        yield Bucket(f"s3://{NAME}", tuple(s3_flags(endpoint)))
 
 
 def _gcs() -> Iterator[Bucket]:

@@ -114,17 +114,12 @@ def test_runs_on_a_bucket(small_build, tmp_path) -> None:
     import boto3
     import fsspec
 
-    from tests.trainer.data.servers import s3_server, upload
+    from tests.trainer.data.servers import s3_flags, s3_server, upload
 
     with s3_server() as endpoint:
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="vocab")
         upload(Path(small_build[0].docs), "s3://vocab/docs")
-        flags = (
-            f"--s3_endpoint_url={endpoint}",
-            "--s3_access_key_id=testing",
-            "--s3_secret_access_key=testing",
-            "--s3_region_name=us-east-1",
-        )
+        flags = tuple(s3_flags(endpoint))
         stats = _vocab("s3://vocab/docs", "s3://vocab/tok", "unigram", flags)
         out = tmp_path / "from-the-bucket"
         fs = fsspec.filesystem("s3")

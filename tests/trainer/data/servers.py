@@ -108,18 +108,37 @@ def s3_server() -> Iterator[str]:
     _forget_s3_clients()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    saved = {k: os.environ.get(k) for k in [*keys, "AWS_ENDPOINT_URL_S3"]}
-    os.environ.update(keys, AWS_ENDPOINT_URL_S3=endpoint)
     try:
-        yield endpoint
+        with _environment({**keys, "AWS_ENDPOINT_URL_S3": endpoint}):
+            yield endpoint
+    finally:
+        server.stop()
+        _forget_s3_clients()
+
+
+def s3_flags(endpoint: str) -> list[str]:
+    """The Beam flags a user gives for an S3-compatible store at `endpoint`."""
+    return [
+        f"--s3_endpoint_url={endpoint}",
+        "--s3_access_key_id=testing",
+        "--s3_secret_access_key=testing",
+        "--s3_region_name=us-east-1",
+    ]
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """`values` set in os.environ, and what was there before put back afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        server.stop()
-        _forget_s3_clients()
 
 
 def _forget_s3_clients() -> None:
@@ -188,17 +207,11 @@ def gcs_server(bucket: str) -> Iterator[str]:
             # hierarchical buckets); the emulator speaks only the JSON API. Read at import.
             "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
         }
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        _forget_gcs_clients()
         try:
-            yield endpoint
+            with _environment(env):
+                _forget_gcs_clients()
+                yield endpoint
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
             tokens.shutdown()
             tokens.server_close()
             storage.stop()
