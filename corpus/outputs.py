@@ -14,17 +14,63 @@ only once it is complete, which is the guarantee every marker file relies on.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from clozeworks.schemas.errors import BadInputError, SettingError
+from clozeworks.schemas.errors import BadInputError, SettingError, WriteError
+from clozeworks.schemas.validate import loads
+
+
+@contextlib.contextmanager
+def writing(path: str, *also: type[Exception]) -> Iterator[None]:
+    """An OSError inside (a full disk, a quota), or one of `also` (what a library that
+    writes in native code raises instead: safetensors, torch.save), as a WriteError naming
+    `path`."""
+    caught: tuple[type[Exception], ...] = (OSError, *also)
+    try:
+        yield
+    except WriteError:
+        raise
+    except caught as err:
+        raise WriteError(path, err) from err
+
+
+class _NamedWrites:
+    """A file open for writing whose failures name it (WriteError): pyarrow, tarfile and
+    Beam's writers see a file, the user sees which one a full disk stopped."""
+
+    def __init__(self, raw: IO[bytes], path: str) -> None:
+        self._raw = raw
+        self._path = path
+
+    def write(self, data: Any) -> int:
+        with writing(self._path):
+            return self._raw.write(data)
+
+    def flush(self) -> None:
+        with writing(self._path):
+            self._raw.flush()
+
+    def close(self) -> None:
+        with writing(self._path):
+            self._raw.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def __enter__(self) -> _NamedWrites:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class OutputFS(ABC):
@@ -33,9 +79,16 @@ class OutputFS(ABC):
     @abstractmethod
     def join(self, base: str, *names: str) -> str: ...
 
-    @abstractmethod
     def create(self, path: str) -> IO[bytes]:
-        """A new file open for binary writing (an existing one is replaced)."""
+        """A new file open for binary writing (an existing one is replaced); a failure to
+        write it is a WriteError naming it."""
+        with writing(path):
+            raw = self._create(path)
+        return _NamedWrites(raw, path)  # type: ignore[return-value]
+
+    @abstractmethod
+    def _create(self, path: str) -> IO[bytes]:
+        """A new file open for binary writing, as the backend opens it."""
 
     @abstractmethod
     def open(self, path: str) -> IO[bytes]:
@@ -85,7 +138,8 @@ class OutputFS(ABC):
         try:
             with self.create(tmp) as f:
                 f.write(data)
-            self.rename([tmp], [path])
+            with writing(path):
+                self.rename([tmp], [path])
         except BaseException:
             self.delete([tmp])
             raise
@@ -96,7 +150,7 @@ class OutputFS(ABC):
 
     def read_json(self, path: str) -> Any:
         with self.open(path) as f:
-            return json.loads(f.read().decode("utf-8"))
+            return loads(f.read().decode("utf-8"))
 
     def new_staging_dir(self, output: str) -> str:
         """A fresh `output/.staging-<run>/` for a stage's files until `commit`. Staging
@@ -140,7 +194,7 @@ class LocalFS(OutputFS):
     def join(self, base: str, *names: str) -> str:
         return os.path.join(base, *names)
 
-    def create(self, path: str) -> IO[bytes]:
+    def _create(self, path: str) -> IO[bytes]:
         return open(path, "wb")
 
     def open(self, path: str) -> IO[bytes]:
@@ -164,9 +218,14 @@ class LocalFS(OutputFS):
         return sorted(p for p in glob.glob(pattern, include_hidden=True) if os.path.isfile(p))
 
     def mkdirs(self, directory: str) -> None:
-        if os.path.exists(directory) and not os.path.isdir(directory):
-            raise BadInputError(f"{directory}: exists and is not a directory")
-        os.makedirs(directory, exist_ok=True)
+        # The path itself or the nearest existing parent may be a file.
+        for path in (directory, *map(str, Path(directory).parents)):
+            if os.path.exists(path):
+                if not os.path.isdir(path):
+                    raise BadInputError(f"{path}: exists and is not a directory")
+                break
+        with writing(directory):
+            os.makedirs(directory, exist_ok=True)
 
     def remove_tree(self, directory: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)

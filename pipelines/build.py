@@ -19,6 +19,7 @@ from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.locks import OutputLock
 from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.sample import SampleSettings
@@ -31,6 +32,7 @@ from clozeworks.pipelines.read_raw import expand_inputs
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 from clozeworks.schemas.documents import STATS_FILE
+from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest
 
 BUILD_FILE = "build.json"
@@ -100,7 +102,12 @@ class BuildRecord:
         self.path = BEAM_FS.join(root, BUILD_FILE)
         self.stages: dict[str, dict[str, Any]] = {}
         if BEAM_FS.exists(self.path):
-            data = BEAM_FS.read_json(self.path)
+            try:
+                data = BEAM_FS.read_json(self.path)
+            except ValueError as err:  # UnicodeDecodeError too
+                raise BadInputError(
+                    f"{self.path}: not valid JSON ({err}); remove it to run every stage again"
+                ) from None
             if isinstance(data, dict) and data.get("version") == BUILD_VERSION:
                 self.stages = dict(data.get("stages", {}))
 
@@ -154,67 +161,73 @@ def run_build(
     # Raw inputs may sit under the root, beside the stages' directories, not in them.
     for stage_dir in (paths.clean, paths.docs, paths.tokenizer, paths.shards):
         check_apart({"output": stage_dir}, {"input": config.inputs})
-    record = BuildRecord(config.root)
+    # The root's lock covers build.json; each stage locks its own directory as well.
+    with OutputLock(BEAM_FS, config.root, "build"):
+        record = BuildRecord(config.root)
 
-    def stage(name: str, settings: dict[str, Any], upstream: str, marker: str) -> bool:
-        """True if the stage must run (and its record has been dropped)."""
-        if not config.force and record.is_current(name, settings, upstream, marker):
-            report(f"{name}: up to date (same settings and input), skipped")
-            return False
-        record.forget(name)
-        return True
+        def stage(name: str, settings: dict[str, Any], upstream: str, marker: str) -> bool:
+            """True if the stage must run (and its record has been dropped)."""
+            if not config.force and record.is_current(name, settings, upstream, marker):
+                report(f"{name}: up to date (same settings and input), skipped")
+                return False
+            record.forget(name)
+            return True
 
-    clean = _with_paths(CleanConfig, config.clean, inputs=config.inputs, output=paths.clean)
-    clean_settings = _settings(clean, "output")
-    clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
-    raw = inputs_fingerprint(config.inputs)
-    if stage("clean", clean_settings, raw, clean_marker):
-        stats = run_clean(clean, beam_argv, progress)
-        record.finish("clean", clean_settings, raw, clean_marker)
-        report(
-            f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
-            f"-> {paths.clean}"
+        clean = _with_paths(CleanConfig, config.clean, inputs=config.inputs, output=paths.clean)
+        clean_settings = _settings(clean, "output")
+        clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
+        raw = inputs_fingerprint(config.inputs)
+        if stage("clean", clean_settings, raw, clean_marker):
+            stats = run_clean(clean, beam_argv, progress)
+            record.finish("clean", clean_settings, raw, clean_marker)
+            report(
+                f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
+                f"-> {paths.clean}"
+            )
+
+        dedup = _with_paths(DedupConfig, config.dedup, input=paths.clean, output=paths.docs)
+        dedup_settings = _settings(dedup, "input", "output")
+        docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
+        upstream = _sha256(clean_marker) or ""
+        if stage("dedup", dedup_settings, upstream, docs_marker):
+            stats = run_dedup(dedup, beam_argv, progress)
+            record.finish("dedup", dedup_settings, upstream, docs_marker)
+            report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
+
+        vocab = _with_paths(
+            VocabRunConfig,
+            config.sample,
+            input=paths.docs,
+            output=paths.tokenizer,
+            vocab=config.vocab,
         )
+        vocab_settings = _settings(vocab, "input", "output")
+        tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)
+        upstream = _sha256(docs_marker) or ""
+        if stage("vocab", vocab_settings, upstream, tokenizer_marker):
+            # Progress is not a setting: the stage's record does not hear of it.
+            stats = run_vocab(replace(vocab, show_progress=progress), beam_argv)
+            record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
+            report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
 
-    dedup = _with_paths(DedupConfig, config.dedup, input=paths.clean, output=paths.docs)
-    dedup_settings = _settings(dedup, "input", "output")
-    docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
-    upstream = _sha256(clean_marker) or ""
-    if stage("dedup", dedup_settings, upstream, docs_marker):
-        stats = run_dedup(dedup, beam_argv, progress)
-        record.finish("dedup", dedup_settings, upstream, docs_marker)
-        report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
-
-    vocab = _with_paths(
-        VocabRunConfig, config.sample, input=paths.docs, output=paths.tokenizer, vocab=config.vocab
-    )
-    vocab_settings = _settings(vocab, "input", "output")
-    tokenizer_marker = BEAM_FS.join(paths.tokenizer, TOKENIZER_FILE)
-    upstream = _sha256(docs_marker) or ""
-    if stage("vocab", vocab_settings, upstream, tokenizer_marker):
-        # Progress is not a setting: the stage's record does not hear of it.
-        stats = run_vocab(replace(vocab, show_progress=progress), beam_argv)
-        record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
-        report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
-
-    shard = _with_paths(
-        ShardConfig,
-        config.shard,
-        input=paths.docs,
-        tokenizer=paths.tokenizer,
-        output=paths.shards,
-    )
-    shard_settings = _settings(shard, "input", "tokenizer", "output")
-    manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
-    upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
-    if stage("shard", shard_settings, upstream, manifest_path):
-        manifest = run_shard(shard, beam_argv, progress)
-        record.finish("shard", shard_settings, upstream, manifest_path)
-        report(
-            f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "
-            f"{len(manifest.shards)} shards -> {paths.shards}"
+        shard = _with_paths(
+            ShardConfig,
+            config.shard,
+            input=paths.docs,
+            tokenizer=paths.tokenizer,
+            output=paths.shards,
         )
-    else:
-        with BEAM_FS.open(manifest_path) as f:
-            manifest = Manifest.from_json(f.read().decode("utf-8"), source=manifest_path)
-    return paths, manifest
+        shard_settings = _settings(shard, "input", "tokenizer", "output")
+        manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
+        upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
+        if stage("shard", shard_settings, upstream, manifest_path):
+            manifest = run_shard(shard, beam_argv, progress)
+            record.finish("shard", shard_settings, upstream, manifest_path)
+            report(
+                f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "
+                f"{len(manifest.shards)} shards -> {paths.shards}"
+            )
+        else:
+            with BEAM_FS.open(manifest_path) as f:
+                manifest = Manifest.from_json(f.read().decode("utf-8"), source=manifest_path)
+        return paths, manifest

@@ -34,7 +34,12 @@ from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
-from clozeworks.pipelines.read_raw import INPUT_BYTES, ReadRawDocuments, named_inputs
+from clozeworks.pipelines.read_raw import (
+    INPUT_BYTES,
+    ReadRawDocuments,
+    named_inputs,
+    skipped_inputs,
+)
 from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for, to_row
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
@@ -45,6 +50,9 @@ from clozeworks.schemas.stats import StoreStats
 DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
+
+# Skipped input files named in stats.json, per reason (the count is always whole).
+SKIPPED_SHOWN = 20
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -262,8 +270,9 @@ def run_clean(
     """
     filters = _check(config)
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
-    with StageRun(beam_argv, progress) as run:
+    with StageRun(beam_argv, progress, "clean") as run:
         files = named_inputs(config.inputs)
+        skipped = skipped_inputs(config.inputs)
         staging = run.stage(config.output)
         rejects_staging = run.stage(config.rejects) if config.rejects else None
         sizes = _input_sizes([path for path, _ in files])
@@ -288,21 +297,26 @@ def run_clean(
                 f"matches nothing: none of the {missing} records has a text field "
                 f"{config.text_field!r} (set it to the field or column that holds the text)",
             )
-    written = {
-        "stage": "clean",
-        "inputs": list(config.inputs),
-        "files": len(files),
-        "filters": {f.name: dataclasses.asdict(f) for f in filters},  # type: ignore[call-overload]
-        "normal_form": config.normal_form,
-        "fix_mojibake": config.fix_mojibake,
-        **counts,
-    }
-    # The record as a reader will take it: a stage whose counts do not add up fails here.
-    stats = StoreStats.from_json(written, f"{config.output}/{STATS_FILE}").to_json()
-    if rejects_staging and config.rejects:
-        dropped = {k: v for k, v in counts.items() if k.startswith("dropped.")}
-        BEAM_FS.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
-    BEAM_FS.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
+        written = {
+            "stage": "clean",
+            "inputs": list(config.inputs),
+            "files": len(files),
+            # Input files left out, by reason: how many, and the first few by name.
+            "skipped_files": {
+                reason: {"count": len(paths), "first": paths[:SKIPPED_SHOWN]}
+                for reason, paths in skipped.items()
+            },
+            "filters": {f.name: dataclasses.asdict(f) for f in filters},  # type: ignore[call-overload]
+            "normal_form": config.normal_form,
+            "fix_mojibake": config.fix_mojibake,
+            **counts,
+        }
+        # The record as a reader will take it: a stage whose counts do not add up fails here.
+        stats = StoreStats.from_json(written, f"{config.output}/{STATS_FILE}").to_json()
+        if rejects_staging and config.rejects:
+            dropped = {k: v for k, v in counts.items() if k.startswith("dropped.")}
+            run.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
+        run.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
 
 

@@ -37,7 +37,7 @@ from clozeworks.pipelines.read_store import DOCUMENTS_READ, ReadDocuments, read_
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
 from clozeworks.schemas.errors import ClozeError, SettingError
-from clozeworks.schemas.settings import check_at_least, setting
+from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
 from clozeworks.schemas.stats import StoreStats
 
 CLUSTERS = pa.schema(
@@ -67,7 +67,7 @@ class DedupSettings:
     num_perm: int = setting(256, "MinHash permutations")
     bands: int | None = setting(None, "LSH bands (default: optimal for --threshold)")
     rows: int | None = setting(None, "rows per band (default: optimal)")
-    seed: int = setting(42, "MinHash seed")
+    seed: int = setting(42, "MinHash seed", bounds=SEEDS)
     # Weight of missed pairs when choosing bands x rows (false candidates get 1 - it); None
     # picks by --verify. text-dedup's optimal_param weighs both equally. Without verification
     # every candidate is merged, so 0.8 keeps false candidates rare (21 bands x 12 rows at
@@ -98,6 +98,7 @@ class DedupSettings:
     def near_settings(self) -> NearSettings:
         """Bands and rows from the settings, else `optimal_param` for the threshold and
         weights; SettingError for values no run can use."""
+        check_choices(self)
         if not 0.0 < self.threshold < 1.0:
             raise SettingError("threshold", f"must be in (0, 1), got {self.threshold}")
         for name in ("ngram", "num_perm", "cc_rounds"):
@@ -478,7 +479,7 @@ def run_dedup(
     outputs = {"output": config.output, "emit_clusters": config.emit_clusters}
     check_apart(outputs, {"input": [config.input]})
     settings = config.near_settings()
-    with StageRun(beam_argv, progress) as run:
+    with StageRun(beam_argv, progress, "dedup") as run:
         upstream = read_store_stats(config.input)
         staging = run.stage(config.output)
         clusters = run.stage(config.emit_clusters) if config.emit_clusters else None
@@ -493,31 +494,31 @@ def run_dedup(
                 run, config, settings, staging, clusters, state, text_bytes
             )
         top = BEAM_FS.read_json(_only(BEAM_FS.join(staging, "_top", "top*")))
-    duplicates = counters.get("duplicates", 0)
-    stats = {
-        "stage": "dedup",
-        "input": config.input,
-        **{k: v for k, v in asdict(config).items() if k not in ("input", "output")},
-        "near_settings": asdict(settings) if config.near else None,
-        "cc_rounds_run": rounds,
-        "documents_in": counters.get("documents_in", 0),
-        "documents_out": counters.get("documents_out", 0),
-        "bytes_in": counters.get("bytes_in", 0),
-        "bytes_out": counters.get("bytes_out", 0),
-        "duplicates": duplicates,
-        "duplicates.exact": counters.get("duplicates.exact", 0),
-        "duplicates.near": duplicates - counters.get("duplicates.exact", 0),
-        "clusters": counters.get("clusters", 0),
-        "largest_clusters": top,
-        **counters,
-        "upstream": upstream.to_json(),
-    }
-    # The record as a reader will take it: a stage whose counts do not add up fails here.
-    stats = StoreStats.from_json(stats, f"{config.output}/{STATS_FILE}").to_json()
-    if clusters and config.emit_clusters:
-        summary = {"clusters": stats["clusters"], "largest_clusters": top}
-        BEAM_FS.commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)
-    BEAM_FS.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
+        duplicates = counters.get("duplicates", 0)
+        stats = {
+            "stage": "dedup",
+            "input": config.input,
+            **{k: v for k, v in asdict(config).items() if k not in ("input", "output")},
+            "near_settings": asdict(settings) if config.near else None,
+            "cc_rounds_run": rounds,
+            "documents_in": counters.get("documents_in", 0),
+            "documents_out": counters.get("documents_out", 0),
+            "bytes_in": counters.get("bytes_in", 0),
+            "bytes_out": counters.get("bytes_out", 0),
+            "duplicates": duplicates,
+            "duplicates.exact": counters.get("duplicates.exact", 0),
+            "duplicates.near": duplicates - counters.get("duplicates.exact", 0),
+            "clusters": counters.get("clusters", 0),
+            "largest_clusters": top,
+            **counters,
+            "upstream": upstream.to_json(),
+        }
+        # The record as a reader will take it: a stage whose counts do not add up fails here.
+        stats = StoreStats.from_json(stats, f"{config.output}/{STATS_FILE}").to_json()
+        if clusters and config.emit_clusters:
+            summary = {"clusters": stats["clusters"], "largest_clusters": top}
+            run.commit(clusters, config.emit_clusters, CLUSTERS_GLOB, CLUSTERS_MARKER, summary)
+        run.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
 
 

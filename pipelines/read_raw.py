@@ -4,6 +4,7 @@ and the records that could not be read, counted by reason."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import lzma
 import os
 import shutil
@@ -60,8 +61,10 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
     the directory the pattern starts from, after that directory's own name (`raw/a.jsonl`
     for `raw`, `./raw/`, `/data/raw/*.jsonl` or `raw/a.jsonl` alike), so ids made of it do
     not depend on how the input was typed or where it lies. BadInputError when a pattern
-    matches nothing, or when two files would get the same name."""
+    matches nothing, or when two files would get the same name. Files that cannot be read
+    are left out (`skipped_inputs` says which)."""
     named: dict[str, str] = {}
+    unreadable = {os.path.abspath(p) for p in skipped_inputs(patterns).get("unreadable", [])}
     for pattern in patterns:
         if any(ch in pattern for ch in "*?["):
             matched = _match(pattern)
@@ -80,7 +83,8 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
         for path in matched:
             _check_utf8(path)
             _check_regular(path)
-            named.setdefault(path, _name_below(path, root))
+            if "://" in path or os.path.abspath(path) not in unreadable:
+                named.setdefault(path, _name_below(path, root))
     seen: dict[str, str] = {}
     for path, name in sorted(named.items()):
         if name in seen:
@@ -90,6 +94,36 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
             )
         seen[name] = path
     return sorted(named.items())
+
+
+# Why an input file is left out: it cannot be read, and a corpus of many files is better
+# cleaned without it than not at all. Counted in stats.json under `skipped_files`.
+SKIP_REASONS = ("dangling_symlink", "unreadable")
+
+
+def skipped_inputs(patterns: Sequence[str]) -> dict[str, list[str]]:
+    """Local input files that cannot be read, by reason (SKIP_REASONS), each sorted: a
+    symlink to nothing (Beam's listing drops it without a word) or a file this user may not
+    read. Hidden files are no inputs, so no skips. Object stores list only readable objects."""
+    found: dict[str, set[str]] = {}
+    for pattern in patterns:
+        if "://" in pattern and not pattern.startswith("file://"):
+            continue
+        local = pattern.removeprefix("file://")
+        if any(ch in local for ch in "*?["):
+            candidates = glob.glob(local, recursive=True)
+        elif os.path.isdir(local):
+            candidates = glob.glob(os.path.join(glob.escape(local), "**"), recursive=True)
+        else:
+            candidates = [local]
+        for path in candidates:
+            if _hidden(path) or not os.path.lexists(path):
+                continue
+            if os.path.islink(path) and not os.path.exists(path):
+                found.setdefault("dangling_symlink", set()).add(path)
+            elif os.path.isfile(path) and not os.access(path, os.R_OK):
+                found.setdefault("unreadable", set()).add(path)
+    return {reason: sorted(paths) for reason, paths in sorted(found.items())}
 
 
 _SPECIAL = {

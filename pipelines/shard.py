@@ -138,7 +138,7 @@ def run_shard(
     )
     # A tokenizer on an object store is read from a local copy, kept until the commit.
     with (
-        StageRun(beam_argv, progress) as run,
+        StageRun(beam_argv, progress, "shard") as run,
         tempfile.TemporaryDirectory(prefix="cloze-tokenizer-") as tmp,
     ):
         info = load_tokenizer(local_tokenizer(config.tokenizer, tmp))
@@ -147,6 +147,7 @@ def run_shard(
         text_bytes = store.bytes_out or store_totals(config.input)[1]
         counts = read_token_counts(info.path, info.vocab_size) if config.premask else None
         plan = plan_shards(config, info, store, text_bytes, counts)
+        run.lock(config.output)
         out = prepare_output_dir(config.output, BEAM_FS)
         staging = run.stage(out)
         # Buckets sized by the text: its token ids take fewer bytes than it does.
@@ -163,6 +164,7 @@ def run_shard(
         BEAM_FS.remove_tree(staging)
         if not infos:
             raise BadInputError(f"{config.input}: no text to make sequences from")
+        run.check_locks()
         return _commit(config, plan, out, infos, run.counters)
 
 

@@ -50,6 +50,7 @@ from clozeworks.pipelines.read_store import (
 from clozeworks.schemas.errors import BadInputError, SettingError
 from clozeworks.schemas.special_tokens import special_tokens_for
 from clozeworks.schemas.stats import SampleFigures, VocabStats
+from clozeworks.schemas.validate import loads
 
 HELDOUT = "heldout"
 SAMPLE_PREFIX = "sample"
@@ -177,7 +178,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
     check_apart({"output": config.output}, {"input": [config.input]})
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    with StageRun(beam_argv, config.show_progress) as run:
+    with StageRun(beam_argv, config.show_progress, "vocab") as run:
         if run.remote_workers and _is_local(config.output):
             raise SettingError(
                 "output",
@@ -203,7 +204,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
             chars = None
             if config.vocab.kind == "wordpiece":
                 with BEAM_FS.open(BEAM_FS.join(staging, CHARS_FILE)) as f:
-                    chars = json.loads(f.read().decode("utf-8"))
+                    chars = loads(f.read().decode("utf-8"))
             tok = train_tokenizer(
                 _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
                 config.vocab,
@@ -219,24 +220,25 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
                 BEAM_FS.remove_tree(config.output)
             raise
         BEAM_FS.remove_tree(staging)
-    stats = VocabStats(
-        kind=config.vocab.kind,
-        vocab_size=tok.get_vocab_size(with_added_tokens=True),
-        lowercase=config.vocab.lowercase,
-        input=config.input,
-        sample=SampleFigures(
-            seed=config.seed,
-            rate=rates.train,
-            documents=counters.get("sample.documents", 0),
-            bytes=counters.get("sample.bytes", 0),
-            sample_docs=config.sample_docs,
-            sample_bytes=config.sample_bytes,
-            store_documents=documents,
-        ),
-        heldout={"rate": rates.heldout, **measured},
-    ).to_json()
-    _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)
-    seconds["write"], clock = _lap(clock)
+        stats = VocabStats(
+            kind=config.vocab.kind,
+            vocab_size=tok.get_vocab_size(with_added_tokens=True),
+            lowercase=config.vocab.lowercase,
+            input=config.input,
+            sample=SampleFigures(
+                seed=config.seed,
+                rate=rates.train,
+                documents=counters.get("sample.documents", 0),
+                bytes=counters.get("sample.bytes", 0),
+                sample_docs=config.sample_docs,
+                sample_bytes=config.sample_bytes,
+                store_documents=documents,
+            ),
+            heldout={"rate": rates.heldout, **measured},
+        ).to_json()
+        run.check_locks()
+        _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)
+        seconds["write"], clock = _lap(clock)
     return {**stats, "seconds": seconds}
 
 

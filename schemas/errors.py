@@ -38,6 +38,16 @@ class SchemaError(BadInputError):
         super().__init__(f"{source}: field '{field}': {problem}")
 
 
+class WriteError(ClozeError):
+    """A file that could not be written (a full disk, a quota, permissions): the message
+    names it. Exit 1: nothing the command line said was wrong."""
+
+    def __init__(self, path: str, err: Exception) -> None:
+        self.path = path
+        said = getattr(err, "strerror", None) or str(err).splitlines()[0]
+        super().__init__(f"{path}: cannot write: {said}")
+
+
 class SettingError(UsageError):
     """A setting whose value no run can use. `setting` is its name as a config field
     (`max_seq_len`); the command line says it as its flag (`--max-seq-len`). `problem` may

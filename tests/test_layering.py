@@ -24,11 +24,13 @@ PACKAGE_OF = {
 ALLOWED = {
     "schemas": set(),
     "corpus.outputs": {"schemas"},
+    "corpus.locks": {"schemas", "corpus.outputs"},
     "corpus.text": {"schemas"},
     "corpus.vocab": {"schemas"},
     "corpus.dedup": {"schemas", "corpus.text"},
     "corpus.shards": {"schemas", "corpus.text", "corpus.outputs"},
-    "corpus.inspect": {"schemas", "corpus.shards", "corpus.vocab", "corpus.text"},
+    "corpus.inspect": {"schemas", "corpus.shards", "corpus.vocab", "corpus.text"}
+    | {"corpus.outputs", "corpus.locks"},
     "pipelines": {"schemas", "corpus"},
     # Beam plumbing: below every stage module, which may all use it.
     "pipelines.plumbing": {"schemas", "corpus"},

@@ -27,6 +27,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
+from clozeworks.corpus.outputs import writing
+from clozeworks.schemas.validate import loads
+
 COMMITTED = "COMMITTED"
 FILES = ("model.safetensors", "optimizer.pt", "state.json")
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
@@ -95,14 +98,23 @@ def save_checkpoint(
     final = step_dir(run, step)
     tmp = run / f".{final.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_model(model, str(tmp / "model.safetensors"))
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    _fsync_dir_files(tmp)
-    files = {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in FILES}
-    marker = {"step": step, "files": files}
-    (tmp / COMMITTED).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    try:
+        # A full disk names the checkpoint and leaves no half of it; safetensors and
+        # torch.save report a failed write as their own errors.
+        with writing(str(tmp), SafetensorError, RuntimeError):
+            tmp.mkdir(parents=True)
+            save_model(model, str(tmp / "model.safetensors"))
+            torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+            (tmp / "state.json").write_text(json.dumps(state), encoding="utf-8")
+            _fsync_dir_files(tmp)
+            files = {
+                f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in FILES
+            }
+            marker = {"step": step, "files": files}
+            (tmp / COMMITTED).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -135,7 +147,7 @@ def intact_problem(path: Path) -> str | None:
         missing = [f for f in FILES if not (path / f).is_file()]
         return f"{', '.join(missing)} missing" if missing else None
     try:
-        files = json.loads(text)["files"]
+        files = loads(text)["files"]
         recorded = {f: (int(files[f]["bytes"]), str(files[f]["sha256"])) for f in FILES}
     except (ValueError, KeyError, TypeError) as err:
         return f"{COMMITTED} is damaged ({type(err).__name__}: {err})"
@@ -190,5 +202,5 @@ def load_checkpoint(
     load_model(model, str(path / "model.safetensors"))
     if optimizer is not None:
         optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
-    state: dict[str, Any] = json.loads((path / "state.json").read_text(encoding="utf-8"))
+    state: dict[str, Any] = loads((path / "state.json").read_text(encoding="utf-8"))
     return state

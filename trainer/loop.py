@@ -27,7 +27,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from clozeworks.schemas.errors import UsageError
+from clozeworks.corpus.locks import OutputLock
+from clozeworks.corpus.outputs import LOCAL
+from clozeworks.schemas.errors import ClozeError, UsageError
 from clozeworks.trainer import fsdp
 from clozeworks.trainer.assembly import (
     Phase,
@@ -121,9 +123,11 @@ def train(
     if warmup is not None:
         raise UsageError(warmup)
     d = setup(config.device)
+    # Rank 0 holds the run directory's lock: one run (of any number of ranks) per directory.
+    lock = OutputLock(LOCAL, str(run), "train") if d.main else None
     try:
         # Rank 0 decides and every rank raises the same error, so none waits on the others.
-        problem = d.gather_json(claim_problem(Path(run), resume, overwrite) if d.main else None)[0]
+        problem = d.gather_json(_claim(lock, Path(run), resume, overwrite) if d.main else None)[0]
         if problem is not None:
             raise UsageError(problem)
         summary = _Run(config, str(data), Path(run), d).train(resume, progress)
@@ -132,7 +136,19 @@ def train(
         d.barrier()
         return summary
     finally:
+        if lock is not None:
+            lock.release()
         teardown(d)
+
+
+def _claim(lock: OutputLock | None, run: Path, resume: bool, overwrite: bool) -> str | None:
+    """Why rank 0 cannot have `run`: another run holds it, or it is not this run's."""
+    if lock is not None:
+        try:
+            lock.acquire()
+        except ClozeError as err:
+            return str(err)
+    return claim_problem(run, resume, overwrite)
 
 
 class _Run:

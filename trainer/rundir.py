@@ -12,6 +12,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from clozeworks.corpus.locks import LOCK_FILE
+
 CONFIG_FILE = "config.json"
 
 
@@ -26,7 +28,9 @@ def claim_problem(run: Path, resume: bool, overwrite: bool) -> str | None:
         if not is_run:
             return f"{run}: no run to resume (no {CONFIG_FILE}); leave out --resume to start one"
         return None
-    if not run.exists() or not any(run.iterdir()):
+    # The run's own lock file (taken before this is asked) is not something it holds.
+    held = [p for p in run.iterdir() if p.name != LOCK_FILE] if run.exists() else []
+    if not held:
         return None
     if not overwrite:
         what = "a run" if is_run else "files that are not a run"
@@ -37,5 +41,9 @@ def claim_problem(run: Path, resume: bool, overwrite: bool) -> str | None:
         return (
             f"{run}: --overwrite replaces a run directory (one with {CONFIG_FILE}), not other files"
         )
-    shutil.rmtree(run)
+    for path in held:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     return None

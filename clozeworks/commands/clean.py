@@ -18,6 +18,7 @@ Every threshold is a flag below; defaults and sources are in docs/filters.md.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,4 +103,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         f"cleaned {stats['documents_in']} documents: kept {stats['documents_out']}, "
         f"dropped {dropped} -> {args.output}"
     )
+    for reason, skipped in stats.get("skipped_files", {}).items():
+        print(
+            f"skipped {skipped['count']} input file(s) as {reason}, e.g. {skipped['first'][0]} "
+            "(counted in stats.json)",
+            file=sys.stderr,
+        )
     return 0

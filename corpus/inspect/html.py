@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from clozeworks.corpus.inspect import plots
 from clozeworks.corpus.inspect.plots import MISSING_MATPLOTLIB, require_matplotlib
+from clozeworks.corpus.outputs import LOCAL
+from clozeworks.schemas.errors import BadInputError
 
 __all__ = ["MISSING_MATPLOTLIB", "render_html", "require_matplotlib", "write_html"]
 MAX_ROWS = 50  # rows of a long table (per-shard figures) before "and N more"
@@ -46,10 +46,10 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em;
 def write_html(summary: dict[str, Any], path: Path) -> Path:
     """Write the report atomically (temporary name, then rename) and return its path."""
     document = render_html(summary)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(document, encoding="utf-8")
-    os.replace(tmp, path)
+    if path.is_dir():
+        raise BadInputError(f"{path}: is a directory; give --html a file name")
+    LOCAL.mkdirs(str(path.parent))
+    LOCAL.write_atomic(str(path), document.encode("utf-8"))
     return path
 
 

@@ -16,10 +16,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from clozeworks.corpus.inspect.stats import Histogram, log2_edges
+from clozeworks.corpus.locks import LOCK_FILE, read_holder
+from clozeworks.corpus.outputs import LOCAL
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer, word_start_table
 from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import MANIFEST_FILE
+from clozeworks.schemas.validate import loads
 
 KINDS = ("shards", "docs", "tokenizer", "run", "transformers")
 # What `save_pretrained` writes beside config.json: a directory with one is a model.
@@ -56,12 +59,18 @@ def detect_kind(path: Path) -> str:
             return "run"
     elif path.name in (TOKENIZER_FILE, "vocab.txt"):
         return "tokenizer"
-    staging = sorted(path.glob(".staging-*")) if path.is_dir() else []
-    if staging:
-        raise BadInputError(
-            f"{path}: holds only {staging[0].name}, a run that did not finish (killed, failed "
-            "or still running); run the stage again"
-        )
+    if path.is_dir():
+        holder = read_holder(LOCAL, str(path))
+        if holder is not None:
+            raise BadInputError(
+                f"{path}: being written by {holder.said()}; inspect it when that run ends"
+            )
+        left = _leftovers(path)
+        if left:
+            raise BadInputError(
+                f"{path}: an unfinished run: holds only {left[0]} of a run that did not finish "
+                "(killed or failed); run the stage again"
+            )
     raise BadInputError(
         f"{path}: not a document store, tokenizer, shard directory, training run, "
         "fine-tuned model or transformers model directory"
@@ -69,14 +78,34 @@ def detect_kind(path: Path) -> str:
 
 
 def unfinished_runs(path: Path) -> list[str]:
-    """A warning per `.staging-*` directory in `path`: a run into it never committed."""
+    """A warning per trace of a run into `path` that has not committed: one writing it
+    now (its lock held), or one that did not finish (its staging directory, temporary
+    files or lock file left behind)."""
     if not path.is_dir():
         return []
+    holder = read_holder(LOCAL, str(path))
+    if holder is not None:
+        return [
+            f"{LOCK_FILE}: {holder.said()} is writing this directory now; what is shown may "
+            "change under it"
+        ]
     return [
-        f"{staging.name}: a run into this directory did not finish (killed, failed or still "
-        "running); what is shown is the last complete one, and the next run removes it"
-        for staging in sorted(path.glob(".staging-*"))
+        f"{name}: left by a run into this directory that did not finish (killed or failed); "
+        "what is shown is the last complete one, and the next run removes it"
+        for name in _leftovers(path)
     ]
+
+
+def _leftovers(path: Path) -> list[str]:
+    """What an unfinished run leaves in its output: staging directories, hidden temporary
+    files (`.NAME.<hex>.tmp`), its lock file."""
+    return sorted(
+        p.name
+        for p in path.iterdir()
+        if p.name.startswith(".staging-")
+        or (p.name.startswith(".") and p.name.endswith(".tmp"))
+        or p.name == LOCK_FILE
+    )
 
 
 def docs_summary(directory: Path) -> dict[str, Any]:
@@ -165,7 +194,7 @@ def _read_stats(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise BadInputError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(data, dict):
@@ -294,6 +323,6 @@ def _read_optional_json(path: Path) -> Any:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise BadInputError(f"{path}: not valid JSON ({err})") from None

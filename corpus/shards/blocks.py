@@ -9,6 +9,7 @@ in a shard is ever unpickled or extracted to disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -231,11 +232,13 @@ class ShardWriter:
         )
 
     def abort(self) -> None:
-        try:
+        """Remove the temporary file, whatever closing it says (a full disk fails the
+        close's flush as it failed the write)."""
+        with contextlib.suppress(Exception):
             self._tar.close()
-        finally:
+        with contextlib.suppress(Exception):
             self._file.close()
-            self.fs.delete([self._tmp])
+        self.fs.delete([self._tmp])
 
     def __enter__(self) -> ShardWriter:
         return self

@@ -17,14 +17,13 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
-from clozeworks.schemas.errors import BadInputError
 
 
 class BeamFS(OutputFS):
     def join(self, base: str, *names: str) -> str:
         return FileSystems.join(base, *names)
 
-    def create(self, path: str) -> IO[bytes]:
+    def _create(self, path: str) -> IO[bytes]:
         return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
     def open(self, path: str) -> IO[bytes]:
@@ -49,9 +48,7 @@ class BeamFS(OutputFS):
 
     def mkdirs(self, directory: str) -> None:
         if FileSystems.get_scheme(directory) in (None, "file"):
-            if os.path.exists(directory) and not os.path.isdir(directory):
-                raise BadInputError(f"{directory}: exists and is not a directory")
-            os.makedirs(directory, exist_ok=True)
+            LOCAL.mkdirs(directory.removeprefix("file://"))
         # Object stores have no directories to make.
 
     def is_directory(self, path: str) -> bool:

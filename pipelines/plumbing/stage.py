@@ -6,8 +6,10 @@ every listing, read and write the launcher makes (an s3:// run needs them before
 listing). Inside `with run:`, each output gets a staging directory (`stage`), groupings get
 their files under it (`shuffle`), progress bars are drawn while pipelines run on this
 machine (`progress`), and each pipeline's counters are read when it finishes
-(`pipeline`). If anything fails, every staging directory is removed; on success the driver
-commits its outputs (marker last), which removes them.
+(`pipeline`). Every output is locked (`lock`, which `stage` does too) before the run
+touches it, until the block ends: one run per output. If anything fails, every staging
+directory is removed; on success the driver commits its outputs (`commit`, marker last)
+inside the block, which removes them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from apache_beam.options.pipeline_options import (
     TestOptions,
 )
 
+from clozeworks.corpus.locks import OutputLock
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import read_counters
 from clozeworks.pipelines.plumbing.options import is_local, pipeline_options, shuffle_for
@@ -38,7 +41,10 @@ REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
 
 class StageRun:
-    def __init__(self, beam_argv: Sequence[str] = (), progress: bool = False) -> None:
+    def __init__(
+        self, beam_argv: Sequence[str] = (), progress: bool = False, verb: str = "run"
+    ) -> None:
+        self.verb = verb
         self.options = pipeline_options(beam_argv)
         self.local = is_local(self.options)
         # Workers on other machines (Dataflow's) cannot reach this machine's disk; a job
@@ -48,6 +54,7 @@ class StageRun:
         self.show_progress = progress and self.local
         self.counters: dict[str, int] = {}
         self._staged: list[str] = []
+        self._locks: dict[str, OutputLock] = {}
 
     def __enter__(self) -> StageRun:
         return self
@@ -58,13 +65,38 @@ class StageRun:
         err: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if kind is not None:
-            for staging in self._staged:
-                BEAM_FS.remove_tree(staging)
+        try:
+            if kind is not None:
+                for staging in self._staged:
+                    BEAM_FS.remove_tree(staging)
+        finally:
+            for lock in reversed(self._locks.values()):
+                lock.release()
+
+    def lock(self, output: str) -> None:
+        """Hold `output`'s lock until the run ends (OutputInUse if another run has it)."""
+        if output not in self._locks:
+            lock = OutputLock(BEAM_FS, output, self.verb)
+            lock.acquire()
+            self._locks[output] = lock
+
+    def check_locks(self) -> None:
+        """OutputInUse if an output's lock is no longer this run's (on an object store
+        another run can overwrite it); called before anything is committed."""
+        for lock in self._locks.values():
+            lock.check()
+
+    def commit(
+        self, staging: str, output: str, pattern: str, marker: str, marker_data: Any
+    ) -> list[str]:
+        """`OutputFS.commit`, once the output's lock is known to be still this run's."""
+        self.check_locks()
+        return BEAM_FS.commit(staging, output, pattern, marker, marker_data)
 
     def stage(self, output: str) -> str:
         """A fresh staging directory in `output` (stale ones of killed runs removed), gone
-        again if the run fails."""
+        again if the run fails; `output` is locked first."""
+        self.lock(output)
         staging = BEAM_FS.new_staging_dir(output)
         self._staged.append(staging)
         return staging

@@ -334,3 +334,38 @@ def test_cli_filter_flags_reach_the_filters(tmp_path, capsys) -> None:
     stats = json.loads((tmp_path / "docs" / "stats.json").read_text())
     assert stats["filters"]["length"]["min_chars"] == 8
     assert dropped(stats) == {"dropped.length.too_short": 1}
+
+
+def test_a_dangling_symlink_is_counted_by_reason(tmp_path, capsys) -> None:
+    raw = tmp_path / "raw"
+    write_jsonl(raw / "a.jsonl", [{"text": "a document that is here"}])
+    (raw / "gone.jsonl").symlink_to(tmp_path / "deleted.jsonl")
+    (raw / "sub").mkdir()
+    (raw / "sub" / "gone.txt").symlink_to("nowhere")
+    assert main(["clean", "--input", str(raw), "--output", str(tmp_path / "docs")]) == 0
+    stats = json.loads((tmp_path / "docs" / "stats.json").read_text())
+    first = [str(raw / "gone.jsonl"), str(raw / "sub" / "gone.txt")]
+    assert stats["skipped_files"] == {"dangling_symlink": {"count": 2, "first": first}}
+    assert stats["files"] == 1 and stats["documents_out"] == 1
+    err = capsys.readouterr().err
+    assert f"skipped 2 input file(s) as dangling_symlink, e.g. {first[0]}" in err
+    # Nothing to skip: an empty record, so a reader need not ask whether the key exists.
+    clean = ["clean", "--input", str(raw / "a.jsonl"), "--output", str(tmp_path / "docs2")]
+    assert main(clean) == 0
+    assert json.loads((tmp_path / "docs2" / "stats.json").read_text())["skipped_files"] == {}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file, whatever its mode")
+def test_an_unreadable_file_is_counted_by_reason_not_fatal(tmp_path) -> None:
+    raw = tmp_path / "raw"
+    write_jsonl(raw / "a.jsonl", [{"text": "a document that is here"}])
+    write_jsonl(raw / "secret.jsonl", [{"text": "a document nobody may read"}])
+    (raw / "secret.jsonl").chmod(0)
+    try:
+        stats = run_clean(CleanConfig(inputs=[str(raw)], output=str(tmp_path / "docs")))
+    finally:
+        (raw / "secret.jsonl").chmod(0o644)
+    assert stats["skipped_files"] == {
+        "unreadable": {"count": 1, "first": [str(raw / "secret.jsonl")]}
+    }
+    assert stats["documents_out"] == 1

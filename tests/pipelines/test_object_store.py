@@ -8,8 +8,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,36 @@ def test_build_into_a_bucket_writes_the_local_shards(bucket, tmp_path) -> None:
     }
     # a second build finds every stage current, on the bucket as on disk
     assert main([*build, "--output", f"{bucket.url}/built", *bucket.flags]) == 0
+
+
+def test_an_output_in_use_on_a_bucket(bucket: Bucket, tmp_path: Path) -> None:
+    """A bucket has no locks: the lock is an object with a token. A second run is refused
+    naming the first and the object to delete; a run whose token was overwritten by one
+    that raced past the first check does not commit; a lock object naming a dead process
+    of this host is taken over."""
+    from clozeworks.corpus.locks import LOCK_FILE, OutputInUse, OutputLock
+    from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+    from clozeworks.pipelines.plumbing.options import pipeline_options
+
+    pipeline_options(list(bucket.flags))
+    out = f"{bucket.url}/locked"
+    first = OutputLock(BEAM_FS, out, "shard")
+    first.acquire()
+    with pytest.raises(OutputInUse, match=f"delete {out}/{LOCK_FILE}"):
+        OutputLock(BEAM_FS, out, "clean").acquire()
+    racer = OutputLock(BEAM_FS, out, "clean")
+    BEAM_FS.write_atomic(racer.path, racer.holder.to_bytes())  # as if both passed the check
+    racer.held = True
+    with pytest.raises(OutputInUse, match="in use by `cloze clean`"):
+        first.check()  # the one overwritten never commits
+    first.release()
+    assert bucket.files("locked")[LOCK_FILE] == racer.holder.to_bytes()  # not removed
+    racer.release()
+    assert LOCK_FILE not in bucket.files("locked")
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    gone = replace(OutputLock(BEAM_FS, out, "vocab").holder, pid=int(dead.stdout))
+    BEAM_FS.write_atomic(f"{out}/{LOCK_FILE}", gone.to_bytes())
+    with OutputLock(BEAM_FS, out, "clean") as taker:
+        assert bucket.files("locked")[LOCK_FILE] == taker.holder.to_bytes()

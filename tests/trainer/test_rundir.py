@@ -42,7 +42,8 @@ def test_the_rules(tmp_path) -> None:
     assert claim_problem(run, resume=True, overwrite=False) is None
     assert "pass one of them" in claim_problem(run, resume=True, overwrite=True)
     assert claim_problem(run, resume=False, overwrite=True) is None
-    assert not run.exists()
+    assert list(run.iterdir()) == []  # emptied; the directory (holding the run's lock) stays
+    run.rmdir()
     run.write_text("a file")
     assert "not a directory" in claim_problem(run, resume=False, overwrite=False)
 

@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from clozeworks.corpus.inspect.stages import (
     unfinished_runs,
 )
 from clozeworks.corpus.inspect.text import render
+from clozeworks.corpus.locks import OutputLock
+from clozeworks.corpus.outputs import LOCAL
 from clozeworks.schemas.documents import DOCUMENT
 from clozeworks.schemas.errors import BadInputError
 
@@ -160,10 +163,33 @@ def test_an_unfinished_run_is_reported(small_build, tmp_path, capsys) -> None:
     (store / ".staging-0123456789ab" / "part-00000.parquet").write_bytes(b"half")
     assert main(["inspect", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "warning: .staging-0123456789ab: a run into this directory did not finish" in out
+    assert "warning: .staging-0123456789ab: left by a run into this directory that did not" in out
     assert unfinished_runs(tmp_path) == []
 
     only = tmp_path / "killed-first-run"
     (only / ".staging-0123456789ab").mkdir(parents=True)
-    with pytest.raises(BadInputError, match=r"holds only \.staging-0123456789ab, a run that did"):
+    with pytest.raises(BadInputError, match=r"unfinished run: holds only \.staging-0123456789ab"):
         detect_kind(only)
+    # What a shard run stopped by a full disk used to leave: a temporary shard, no manifest.
+    tmp_only = tmp_path / "full-disk"
+    tmp_only.mkdir()
+    (tmp_only / ".shard-000000.tar.0123abcd.tmp").write_bytes(b"half")
+    with pytest.raises(BadInputError, match=r"an unfinished run: holds only \.shard-000000"):
+        detect_kind(tmp_only)
+
+
+def test_an_output_being_written_is_reported(small_build, tmp_path, capsys) -> None:
+    store = tmp_path / "docs"
+    shutil.copytree(small_build[0].docs, store)
+    with OutputLock(LOCAL, str(store), "dedup"):
+        assert main(["inspect", str(store)]) == 0
+        out = capsys.readouterr().out
+        assert f"`cloze dedup` (PID {os.getpid()} on " in out and "is writing this" in out
+        empty = tmp_path / "new"
+        with (
+            OutputLock(LOCAL, str(empty), "clean"),
+            pytest.raises(BadInputError, match=r"new: being written by `cloze clean` \(PID"),
+        ):
+            detect_kind(empty)
+    assert main(["inspect", str(store)]) == 0
+    assert "warning" not in capsys.readouterr().out  # released: nothing left
