@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -10,6 +11,17 @@ from clozeworks.schemas.errors import SchemaError
 T = TypeVar("T")
 
 _MISSING = object()
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads` for text from a file: nesting deeper than Python's parser recurses (it
+    raises RecursionError, which no reader expects) is a JSONDecodeError like any other
+    text that is not JSON, so every reader's `except ValueError` names the file."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError("nested too deeply", shown, 0) from None
 
 
 class Fields:

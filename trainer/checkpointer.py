@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer import fsdp, init_from
 from clozeworks.trainer.checkpoint import (
     DamagedCheckpoint,
@@ -133,7 +134,7 @@ class Checkpointer:
 
 def _optimizer_format(path: Path) -> str | None:
     try:
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        state = loads((path / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # load_intact names the damage
     return state.get("optimizer_format") if isinstance(state, dict) else None

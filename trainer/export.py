@@ -19,7 +19,6 @@ class and are refused.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -29,6 +28,7 @@ from torch import nn
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import TrainConfig, load_config_file
 from clozeworks.trainer.families import build_model, to_transformers
@@ -41,13 +41,18 @@ def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module
     path = run / CONFIG_FILE
     if not path.is_file():
         raise BadInputError(f"{run}: no {CONFIG_FILE}, so this is not a training run directory")
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        raw = loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BadInputError(f"{path}: not readable JSON ({err})") from None
+    if not isinstance(raw, dict):
+        raise BadInputError(f"{path}: expected a JSON object")
     config = load_config_file(path, TrainConfig())
     steps = committed_steps(run)
     if not steps:
         raise BadInputError(f"{run}: no committed checkpoint (step-NNNNNNN/ with COMMITTED)")
     if step is not None and step not in steps:
-        raise UsageError(f"{run}: no committed checkpoint for step {step}; have {steps}")
+        raise UsageError(f"{run}: no committed checkpoint for --step {step}; have {steps}")
     model = build_model(config)
     chosen = step_dir(run, step or steps[-1])
     try:

@@ -12,7 +12,6 @@ are reported as unexpected. The optimizer starts fresh.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.checkpoint import committed_steps, intact_problem, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
 from clozeworks.trainer.families import TRANSFORMERS_ROOTS, hf_weights, transformers_family
@@ -65,7 +65,7 @@ def locate(path: str | Path) -> _Source:
     if not config.is_file():
         raise BadInputError(f"{p}: neither a transformers directory nor a run (no config.json)")
     try:
-        raw = json.loads(config.read_text(encoding="utf-8"))
+        raw = loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise BadInputError(f"{config}: not readable JSON ({err})") from None
     if "model_type" in raw:
@@ -274,7 +274,7 @@ def _tokens(tokenizer_json: bytes) -> list[str]:
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise BadInputError(f"{path}: cannot read ({err})") from None
     if not isinstance(data, dict):

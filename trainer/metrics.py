@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from clozeworks.schemas.validate import loads
+
 METRICS_FILE = "metrics.jsonl"
 RESUMES_FILE = "resumes.json"
 
@@ -153,7 +155,7 @@ def _tensorboard(run: Path, resume_step: int) -> Any:
 def read_resumes(run: Path) -> list[int]:
     """The steps this run was resumed from, in order (`resumes.json`; [] if none)."""
     try:
-        marks = json.loads((run / RESUMES_FILE).read_text(encoding="utf-8"))
+        marks = loads((run / RESUMES_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     return [m for m in marks if isinstance(m, int)] if isinstance(marks, list) else []
@@ -162,4 +164,12 @@ def read_resumes(run: Path) -> list[int]:
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = loads(line) if line else None
+        except ValueError:
+            continue  # a line cut by a kill, or damage: `inspect` of the run names it
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.checkpoint import committed_steps, step_dir
 from clozeworks.trainer.loop import CONFIG_FILE, METRICS_FILE
 from clozeworks.trainer.metrics import read_resumes
@@ -80,7 +81,7 @@ def run_summary(run: Path) -> dict[str, Any]:
 
 def _read_config(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BadInputError(f"{path}: missing, so this is not a training run") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -101,7 +102,7 @@ def read_metrics(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads(line)
             except json.JSONDecodeError:
                 warnings.append(f"{path}: line {number} is not JSON (skipped)")
                 continue
@@ -154,7 +155,7 @@ def _checkpoint(path: Path) -> dict[str, Any]:
     """Name, size and training position of a committed step directory."""
     state: dict[str, Any] = {}
     try:
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        state = loads((path / "state.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         state = {}
     train = state.get("train") if isinstance(state.get("train"), dict) else {}

@@ -24,6 +24,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.special_tokens import SpecialTokens, special_tokens_for
+from clozeworks.schemas.validate import loads
 
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
@@ -301,7 +302,7 @@ def _declared_config(directory: Path) -> dict[str, Any]:
         if not f.is_file():
             continue
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
+            data = loads(f.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise BadInputError(f"{f}: not valid JSON ({err})") from None
         if isinstance(data, dict):
@@ -453,7 +454,7 @@ def parse_token_counts(data: bytes, vocab_size: int, where: str) -> list[int]:
     """The `counts` of a token_counts.json; BadInputError naming `where` if it is not one
     count per id of a `vocab_size` vocabulary."""
     try:
-        counts = json.loads(data.decode("utf-8"))["counts"]
+        counts = loads(data.decode("utf-8"))["counts"]
     except (ValueError, KeyError, TypeError) as err:
         raise BadInputError(f"{where}: not a token counts file ({err})") from None
     if (

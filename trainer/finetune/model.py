@@ -15,7 +15,6 @@ run had one, as transformers does; everything else new is initialized like BERT
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.families import (
     FAMILIES,
@@ -76,7 +76,10 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
         tokenizer = Path(raw.get("tokenizer", ""))
     else:
         arch, _ = model_config(path, ModelConfig())
-        hf = json.loads((src.path / "config.json").read_text(encoding="utf-8"))
+        try:
+            hf = loads((src.path / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise BadInputError(f"{src.path / 'config.json'}: not readable JSON ({err})") from None
         family, _ = transformers_family(hf, src.path)
         config = TrainConfig(model=arch, objectives=transformers_objectives(family, hf))
         model = build_model(config)

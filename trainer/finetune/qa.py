@@ -29,6 +29,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.metrics import squad_scores
 from clozeworks.trainer.finetune.tasks import TaskSpec
@@ -77,7 +78,7 @@ def read_questions(spec: TaskSpec, data: Path, split: str) -> Questions:
     if not path.is_file():
         raise BadInputError(f"{path}: no such file ({spec.name}'s {split} split)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise BadInputError(f"{path}: not SQuAD JSON ({err})") from None
     out = Questions(path)

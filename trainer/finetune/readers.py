@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.finetune.tasks import TaskSpec
 
 # GLUE's QQP and MNLI have fields far longer than csv's default 128 KB limit allows for.
@@ -49,7 +50,7 @@ def _rows(spec: TaskSpec, path: Path) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = loads(line)
                 except json.JSONDecodeError as err:
                     yield number, _BadRow(f"not JSON: {err.msg}")
                     continue

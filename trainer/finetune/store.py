@@ -20,6 +20,7 @@ from typing import Any
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.families import build_encoder
 from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
@@ -83,7 +84,7 @@ def load(path: Path) -> Finetuned:
     if not meta.is_file():
         raise BadInputError(f"{path}: not a fine-tuned model directory (no {FINETUNE_FILE})")
     try:
-        raw = json.loads(meta.read_text(encoding="utf-8"))
+        raw = loads(meta.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise BadInputError(f"{meta}: not readable JSON ({err})") from None
     if raw.get("version") != VERSION:
@@ -115,7 +116,7 @@ def record_eval(path: Path, split: str, scores: dict[str, Any]) -> Path:
     current: dict[str, Any] = {}
     if target.is_file():
         try:
-            current = json.loads(target.read_text(encoding="utf-8"))
+            current = loads(target.read_text(encoding="utf-8"))
         except ValueError:
             raise UsageError(f"{target}: not JSON; remove it to evaluate again") from None
     current[split] = scores
@@ -127,7 +128,7 @@ def record_eval(path: Path, split: str, scores: dict[str, Any]) -> Path:
 
 def _json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise BadInputError(f"{path}: not readable JSON ({err})") from None
 

@@ -21,7 +21,7 @@ from torch import nn
 from tqdm import tqdm
 
 from clozeworks.schemas.errors import SettingError
-from clozeworks.schemas.settings import check_at_least, setting
+from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
 from clozeworks.trainer.finetune import metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
@@ -43,11 +43,12 @@ class FinetuneSettings:
     max_seq_len: int = setting(
         128, "tokens per example (per window for question answering; BERT used 384 there)"
     )
-    seed: int = setting(0, "head init, order and dropout")
+    seed: int = setting(0, "head init, order and dropout", bounds=SEEDS)
     eval_batch_size: int = 128
     device: str = setting("auto", "auto, cpu, cuda, cuda:N")
 
     def __post_init__(self) -> None:
+        check_choices(self)
         if not self.learning_rate > 0:
             raise SettingError("learning_rate", f"must be > 0, got {self.learning_rate}")
         check_at_least("batch_size", self.batch_size, 1)

@@ -17,7 +17,6 @@ transformers: `ElectraForPreTraining` (the discriminator), and `generator/` with
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -27,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.validate import loads
 from clozeworks.trainer.batch_index import PACKING, flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.heads import MLMHead, Outputs, RTDHead, classification
@@ -152,7 +152,7 @@ def layout(m: ModelConfig) -> hf.Layout:
 def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:
     generator = path / "generator" / "config.json"
     try:
-        hidden = json.loads(generator.read_text(encoding="utf-8"))["hidden_size"]
+        hidden = loads(generator.read_text(encoding="utf-8"))["hidden_size"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise BadInputError(f"{generator}: cannot read ({err})") from None
     return replace(
