@@ -207,6 +207,9 @@ class Manifest:
                 )
 
     def _check_shards(self, source: str) -> None:
+        if not self.shards:
+            # `cloze shard` never commits an empty set; a manifest without shards is damage.
+            raise SchemaError(source, "shards", "empty: a shard set has at least one shard")
         names = [s.name for s in self.shards]
         if len(set(names)) != len(names):
             raise SchemaError(source, "shards", "a shard name appears twice")

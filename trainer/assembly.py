@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
 from clozeworks.trainer import fsdp, init_from
 from clozeworks.trainer.config import TrainConfig
@@ -51,6 +51,12 @@ def settle_config(
     phases = phases_of(config, data, shards.manifest)
     first = shards.manifest
     tokenizer = tokenizer_files(shards) if config.init_from or d.main else {}
+    # Rank 0 decides, every rank raises: a run whose shards ship no usable tokenizer could
+    # never be exported or decoded, so it is refused before step 1, as `inspect --verify`
+    # refuses the set.
+    problem = d.gather_json(_tokenizer_problem(shards.location, tokenizer) if d.main else None)
+    if problem[0] is not None:
+        raise BadInputError(problem[0])
     notes: list[str] = []
     if config.init_from:
         arch, notes = init_from.model_config(config.init_from, config.model)
@@ -64,6 +70,15 @@ def settle_config(
     for phase in phases:
         check_objectives(config, phase.manifest, phase.data)
     return config, phases, tokenizer, notes
+
+
+def _tokenizer_problem(location: str, files: dict[str, bytes]) -> str | None:
+    if "tokenizer.json" in files or "vocab.txt" in files:
+        return None
+    return (
+        f"{location}: {TOKENIZER_DIR}/ has no tokenizer.json or vocab.txt, so a run on these "
+        "shards could not be exported; copy the tokenizer the shards were made with there"
+    )
 
 
 def write_run_config(

@@ -159,7 +159,13 @@ def shard_summary(
     listed = {s.name for s in manifest.shards}
     for stray in sorted(p.name for p in directory.glob("shard-*.tar")):
         if stray not in listed:
-            warnings.append(f"{stray} is not in the manifest (ignored by readers)")
+            # `cloze shard` removes the shards of an earlier set: a stray one is from
+            # somewhere else, and a published set should not carry it.
+            message = f"{stray} is not in the manifest (ignored by readers)"
+            if verify:
+                problems.append({"shard": stray, "problem": "not in the manifest"})
+            else:
+                warnings.append(message)
     tokenizer = _tokenizer_copy(directory, manifest, verify, problems, warnings)
     return {
         "kind": "shards",

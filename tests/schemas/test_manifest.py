@@ -130,11 +130,13 @@ def test_a_manifest_nested_past_the_parser_is_a_schema_error() -> None:
 def test_a_nested_manifest_is_one_line_for_inspect_and_train(tmp_path, capsys) -> None:
     from clozeworks.cli import main
 
-    (tmp_path / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
-    assert main(["inspect", str(tmp_path), "--verify"]) != 0
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    assert main(["inspect", str(shards), "--verify"]) != 0
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "nested too deeply to be a manifest" in err, err[-500:]
-    argv = ["train", "--data", str(tmp_path), "--output", str(tmp_path / "run"), "--no-progress"]
+    argv = ["train", "--data", str(shards), "--output", str(tmp_path / "run"), "--no-progress"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "nested too deeply to be a manifest" in err, err[-500:]

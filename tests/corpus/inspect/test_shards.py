@@ -293,10 +293,11 @@ def test_stray_shards_and_foreign_tokenizer_are_reported(sets, tmp_path) -> None
     assert any("fingerprint" in w for w in s["warnings"])
     verified = shard_summary(directory, verify=True)
     assert verified["problems"] == [
+        {"shard": "shard-000099.tar", "problem": "not in the manifest"},
         {
             "shard": "tokenizer/",
             "problem": "tokenizer.json's sha256 differs from the manifest's tokenizer fingerprint",
-        }
+        },
     ]
 
 
