@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Collection, Iterator, Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from clozeworks.commands.flags import flag_of
 from clozeworks.schemas import errors
@@ -66,6 +67,14 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return help_
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line, like every other error of ours (its default
+    prints the whole usage first, which for some verbs is forty lines)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 # train, export and demo need torch; the corpus stages do not (it is an extra).
 TORCH_HINT = "pip install 'clozeworks[train]'"
 
@@ -77,7 +86,7 @@ def command(verb: str) -> ModuleType:
 
 def build_parser(verbs: Collection[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
     """The `cloze` parser with a sub-parser for each of `verbs` (default: all of them)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cloze",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -149,7 +158,10 @@ def main(argv: Sequence[str]) -> int:
         if isinstance(ours, SettingError):
             # The library names the setting; here it is the flag the user typed.
             verb = _verb_parser(parser, args.command)
-            said = ours.said(lambda name: flag_of(verb, name) or name)
+            # A section's setting (optim.lr) has its flag under its own name (--lr).
+            said = ours.said(
+                lambda name: flag_of(verb, name) or flag_of(verb, name.rsplit(".", 1)[-1]) or name
+            )
             return _fail(args.command, _one_line(said), ours.exit_code)
         if isinstance(ours, ClozeError):
             return _fail(args.command, _one_line(str(ours)), ours.exit_code)
@@ -219,6 +231,10 @@ def _not_beam(flags: Sequence[str], beam: dict[str, bool]) -> list[str]:
     return bad
 
 
+# Flags of `cloze` itself, before the command.
+GLOBAL_FLAGS = ("--verbose", "-v", "--debug", "--version")
+
+
 def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str]) -> str:
     flag = bad[0].split("=", 1)[0]
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
@@ -227,6 +243,8 @@ def _unknown_message(bad: Sequence[str], ours: Sequence[str], beam: Sequence[str
             f"unexpected value {flag!r}{more}: no flag before it takes it "
             "(a flag takes one value; lists are comma-separated)"
         )
+    if flag in GLOBAL_FLAGS:
+        return f"{flag} is a flag of `cloze` itself: give it before the command (cloze {flag} ...)"
     close = difflib.get_close_matches(flag, [*ours, *beam], n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
     known = "this command's or Beam's" if beam else "this command's"

@@ -16,6 +16,10 @@ from typing import Any, Literal, get_args, get_origin
 from clozeworks.schemas.errors import SettingError
 
 _NO_DEFAULT: Any = dataclasses.MISSING
+# Every seed, in every verb: numpy seeds with a non-negative integer and torch with a signed
+# 64-bit one, so both take this range.
+SEED_MAX = 2**63 - 1
+SEEDS = (0, SEED_MAX)
 
 
 def setting(
@@ -26,11 +30,13 @@ def setting(
     metavar: str | None = None,
     parse: Callable[[str], Any] | None = None,
     default_factory: Callable[[], Any] | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> Any:
     """A dataclass field that is a user-facing setting. `flag` names its command-line flag
     when that is not the field's name in dashes; `parse` turns the flag's text into the
-    value when its type alone cannot (a size such as 500M)."""
-    metadata = {"help": help, "flag": flag, "metavar": metavar, "parse": parse}
+    value when its type alone cannot (a size such as 500M); `bounds` is the closed range a
+    number must lie in (`SEEDS` for a seed), checked by `check_choices`."""
+    metadata = {"help": help, "flag": flag, "metavar": metavar, "parse": parse, "bounds": bounds}
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -49,6 +55,7 @@ class Setting:
     help: str
     metavar: str | None
     parse: Callable[[str], Any] | None
+    bounds: tuple[float, float] | None = None
 
     @property
     def required(self) -> bool:
@@ -78,6 +85,7 @@ def settings_of(cls: type) -> list[Setting]:
                 help=f.metadata["help"],
                 metavar=f.metadata.get("metavar"),
                 parse=f.metadata.get("parse"),
+                bounds=f.metadata.get("bounds"),
             )
         )
     return out
@@ -100,11 +108,16 @@ def _kind(hint: Any) -> tuple[type, bool, tuple[Any, ...] | None]:
 
 def check_choices(obj: Any) -> None:
     """SettingError for a setting of `obj` whose type is a Literal and whose value is not
-    one of it (a value set in code or a file, which no parser has checked)."""
+    one of it, or whose value lies outside its `bounds` (a value set in code or a file,
+    which no parser has checked)."""
     for s in settings_of(type(obj)):
         value = getattr(obj, s.name)
-        if s.choices is not None and not (value is None and s.optional):
+        if value is None and s.optional:
+            continue
+        if s.choices is not None:
             check_choice(s.name, value, s.choices)
+        if s.bounds is not None:
+            check_between(s.name, value, *s.bounds)
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:

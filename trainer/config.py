@@ -18,9 +18,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.settings import SEED_MAX
+from clozeworks.schemas.validate import loads
 
 SHARING = ("none", "all", "attention", "ffn")
 
@@ -46,7 +48,6 @@ _TRAIN_COUNTS = (
     "shuffle_buffer",
     "eval_batches",
 )
-SEED_MAX = 2**63 - 1
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "int": int,
     "float": (int, float),
@@ -77,7 +78,7 @@ def _name(section: str, name: str) -> str:
 def _at_least(obj: Any, section: str, name: str, minimum: int) -> None:
     value = getattr(obj, name)
     if value < minimum:
-        raise UsageError(f"{_name(section, name)} must be >= {minimum}, got {value}")
+        raise SettingError(_name(section, name), f"must be >= {minimum}, got {value}")
 
 
 def _between(
@@ -95,7 +96,7 @@ def _between(
     below = value < high if high_open else value <= high
     if not (above and below):
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise UsageError(f"{_name(section, name)} must be in {interval}, got {value}")
+        raise SettingError(_name(section, name), f"must be in {interval}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ class TrainConfig:
         _between(self, "", "shard_cache_gb", 0.0, float("inf"), high_open=True)
         # torch seeds with a signed 64-bit integer and numpy with a non-negative one.
         if not 0 <= self.seed <= SEED_MAX:
-            raise UsageError(f"seed must be in [0, 2**63 - 1], got {self.seed}")
+            raise SettingError("seed", f"must be in [0, 2**63 - 1], got {self.seed}")
         _between(self, "", "eval_split", 0.0, 0.5)
         if self.mixture is not None:
             bad = [
@@ -323,6 +324,10 @@ class TrainConfig:
 _SECTIONS = {"model": ModelConfig, "optim": OptimConfig, "masking": MaskingSettings}
 
 
+# `merge`'s source for settings given as flags.
+COMMAND_LINE = "command line"
+
+
 def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig:
     """`config` with every field `data` names replaced; UsageError names an unknown one."""
     top = {f.name for f in fields(TrainConfig)}
@@ -338,6 +343,10 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
                 raise UsageError(f"{source}: unknown {key} setting(s): {', '.join(bad)}")
             try:
                 changes[key] = replace(section, **value)
+            except SettingError as err:
+                if source == COMMAND_LINE:
+                    raise
+                raise UsageError(f"{source}: {err}") from None
             except UsageError as err:
                 raise UsageError(f"{source}: {err}") from None
             except (TypeError, ValueError) as err:
@@ -350,6 +359,10 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
             raise UsageError(f"{source}: unknown setting {key!r}")
     try:
         return replace(config, **changes)
+    except SettingError as err:
+        if source == COMMAND_LINE:
+            raise  # the command line names the setting by the flag the user typed
+        raise UsageError(f"{source}: {err}") from None
     except UsageError as err:
         raise UsageError(f"{source}: {err}") from None
 
@@ -393,8 +406,10 @@ def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise BadInputError(f"{path}: cannot read config ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise BadInputError(f"{path}: not UTF-8 text ({err})") from None
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        data = tomllib.loads(text) if path.suffix == ".toml" else loads(text)
     except (tomllib.TOMLDecodeError, ValueError) as err:
         raise BadInputError(f"{path}: not valid {path.suffix[1:] or 'JSON'} ({err})") from None
     if not isinstance(data, dict):

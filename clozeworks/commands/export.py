@@ -15,8 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from clozeworks.corpus.locks import OutputLock
+from clozeworks.corpus.outputs import LOCAL, check_apart
 from clozeworks.corpus.shards.cache import is_remote
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.trainer.export import export_run
 from clozeworks.trainer.finetune.export import export_finetuned
 from clozeworks.trainer.finetune.store import FINETUNE_FILE
@@ -45,8 +47,14 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+    if args.step is not None and args.step < 0:
+        raise SettingError("step", f"must be >= 0, got {args.step}")
+    check_apart({"output": args.output}, {"run": [args.run]})
     if not is_remote(args.output):
-        for path in _export(args, Path(args.output)):
+        # Beside the output: the export swaps a finished directory in for it.
+        with OutputLock(LOCAL, args.output, "export", beside=True):
+            written = _export(args, Path(args.output))
+        for path in written:
             print(f"wrote {path}")
         return 0
     # Written whole on local disk first, then uploaded with each config.json last.

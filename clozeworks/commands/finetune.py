@@ -26,6 +26,8 @@ from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.flags import add_settings, settings_from
+from clozeworks.corpus.locks import OutputLock
+from clozeworks.corpus.outputs import LOCAL, check_apart
 from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.finetune.run import SWEEP_LEARNING_RATES, run_finetune, run_multitask
 from clozeworks.trainer.finetune.tasks import load_task
@@ -75,6 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
+    check_apart({"output": args.output}, {"run": [args.run], "data": args.data})
+    # Beside the output: a finished model directory is swapped in for it.
+    with OutputLock(LOCAL, args.output, "finetune", beside=True):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = FinetuneSettings(**settings_from(args, FinetuneSettings))
     specs = [load_task(t) for t in args.task]
     if len(specs) > 1:

@@ -19,9 +19,11 @@ import sys
 from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
+from clozeworks.corpus.outputs import check_apart
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.kinds import MASK_KINDS
 from clozeworks.trainer.config import (
+    COMMAND_LINE,
     Phase2Config,
     TrainConfig,
     load_config_file,
@@ -263,7 +265,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             given.update(_warmup_settings(warmup))
         if given:
             changes[name] = given
-    return merge(config, changes, "command line")
+    return merge(config, changes, COMMAND_LINE)
 
 
 def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> TrainConfig:
@@ -305,6 +307,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     missing = [flag for flag, value in (("--data", data), ("--output", args.output)) if not value]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+    sources = [*(config.mixture or {}), *([args.data] if args.data else [])]
+    check_apart({"output": args.output}, {"data": sources})
     config = _fit_to_shards(config, args, data)
     summary = train(
         config,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clozeworks.schemas.errors import SettingError, UsageError
-from clozeworks.schemas.settings import setting
+from clozeworks.schemas.settings import SEEDS, check_choices, setting
 
 # SentencePiece's advice is about 10M sentences; 1 GB of text is of that order and keeps the
 # trainer's word table in a few GB of memory on any corpus.
@@ -119,7 +119,7 @@ class SampleSettings:
         metavar="SIZE",
         parse=parse_size,
     )
-    seed: int = setting(0, "seed of the samples")
+    seed: int = setting(0, "seed of the samples", bounds=SEEDS)
     heldout_docs: int = setting(
         DEFAULT_HELDOUT_DOCS,
         "documents held out to measure the vocabulary (at most 5% of the store)",
@@ -127,6 +127,7 @@ class SampleSettings:
     )
 
     def __post_init__(self) -> None:
+        check_choices(self)
         if self.sample_docs is not None and self.sample_docs <= 0:
             raise SettingError("sample_docs", f"must be positive (got {self.sample_docs})")
 

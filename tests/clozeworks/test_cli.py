@@ -49,7 +49,13 @@ def test_clean_missing_input_exits_2_naming_it(tmp_path, capsys) -> None:
 def test_shard_dir_without_manifest_is_refused(tmp_path, capsys, verb) -> None:
     (tmp_path / "shard-000000.tar").write_bytes(b"\0" * 512)
     args = (
-        ["train", "--data", str(tmp_path), "--output", str(tmp_path / "run")]
+        [
+            "train",
+            "--data",
+            str(tmp_path),
+            "--output",
+            str(tmp_path.parent / f"{tmp_path.name}-run"),
+        ]
         if verb == "train"
         else ["inspect", str(tmp_path)]
     )
@@ -65,7 +71,8 @@ def test_unknown_flag_on_a_non_beam_verb_is_bad_usage(tmp_path, capsys) -> None:
 
 
 def test_export_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys) -> None:
-    assert main(["export", "--run", str(tmp_path), "--output", str(tmp_path / "hf")]) == 2
+    hf = tmp_path.parent / f"{tmp_path.name}-hf"
+    assert main(["export", "--run", str(tmp_path), "--output", str(hf)]) == 2
     assert "not a training run directory" in one_error_line(capsys)
 
 
@@ -163,10 +170,11 @@ def test_errors_are_one_line_on_the_real_stderr_and_tracebacks_need_debug(tmp_pa
     good = tmp_path / "ok.jsonl"
     good.write_text('{"text": "a short document"}\n')
     done = _cloze("clean", "--input", str(good), "--output", str(in_the_way / "docs"))
-    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert "Not a directory" in done.stderr and "Traceback" not in done.stderr
+    # An output that cannot be one is the command line's fault: exit 2, the user's path.
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{in_the_way}: exists and is not a directory" in done.stderr
     debug = _cloze("--debug", "clean", "--input", str(good), "--output", str(in_the_way / "d"))
-    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert debug.returncode == 1 and "Traceback" in debug.stderr  # Python's own exit
 
 
 @pytest.mark.parametrize(
@@ -197,6 +205,9 @@ def test_errors_are_one_line_on_the_real_stderr_and_tracebacks_need_debug(tmp_pa
             "unexpected value 'gopher': no flag before it takes it",
         ),
         (["clean", "--input", "i", "--output", "o", "gopher"], "unexpected value 'gopher'"),
+        # A flag of cloze itself after the command is not a typo of itself.
+        (["clean", "--input", "i", "--output", "o", "--debug"], "give it before the command"),
+        (["export", "--run", "r", "--output", "o", "--verbose"], "is a flag of `cloze` itself"),
     ],
 )
 def test_a_flag_that_would_be_ignored_is_refused(tmp_path, capsys, argv, message) -> None:

@@ -150,5 +150,7 @@ def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards,
 
 
 def test_export_of_a_directory_that_is_not_a_run_is_a_usage_error(tmp_path, capsys) -> None:
-    assert main(["export", "--run", str(tmp_path), "--output", str(tmp_path / "x")]) == 2
+    (tmp_path / "notes").mkdir()
+    out = str(tmp_path / "x")
+    assert main(["export", "--run", str(tmp_path / "notes"), "--output", out]) == 2
     assert "not a training run directory" in capsys.readouterr().err
