@@ -482,6 +482,7 @@ def read_parquet(
     base: int = 0,
 ) -> Iterator[RawDocument | Rejected]:
     """Rows of row groups [start, end), a small batch at a time; positions are 1-based rows."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     options = options or ReadOptions()
@@ -493,6 +494,11 @@ def read_parquet(
     for field in (options.text_field, options.id_field):
         if field and field not in names:
             raise BadInputError(f"{source}: no column {field!r} (columns: {', '.join(names)})")
+        if field and names.count(field) > 1:
+            raise BadInputError(f"{source}: {names.count(field)} columns are named {field!r}")
+        if field and pa.types.is_nested(pf.schema_arrow.field(field).type):
+            kind = pf.schema_arrow.field(field).type
+            raise BadInputError(f"{source}: column {field!r} holds {kind}, not single values")
     stop = pf.num_row_groups if end is None else end
     columns = [options.text_field] + ([options.id_field] if options.id_field else [])
     position = base

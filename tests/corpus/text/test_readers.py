@@ -3,6 +3,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -205,6 +206,26 @@ def test_parquet_rows_row_groups_and_bad_columns() -> None:
     assert [r.id for r in tail if isinstance(r, RawDocument)] == ["f"]
     assert [r.position for r in tail if isinstance(r, Rejected)] == [5]
     with pytest.raises(BadInputError, match=r"t\.parquet: no column 'text'"):
+        list(read_parquet(io.BytesIO(buf.getvalue()), "t.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (pa.array([{"a": 1}, {"a": 2}]), "column 'id' holds struct<a: int64>, not single"),
+        (pa.array([[1], [2]]), "column 'id' holds list<element: int64>, not single"),
+    ],
+)
+def test_a_parquet_column_without_single_values_is_one_line(column, message) -> None:
+    # Found by the fuzzer (tests/fuzz): an `id` that is an empty group was a KeyError.
+    # (pyarrow cannot write an empty group; a group with a field takes the same path.)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"text": ["a", "b"], "id": column}), buf)
+    with pytest.raises(BadInputError, match=rf"t\.parquet: {re.escape(message)}"):
+        list(read_parquet(io.BytesIO(buf.getvalue()), "t.parquet", ReadOptions(id_field="id")))
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], ["text", "text"]), buf)
+    with pytest.raises(BadInputError, match="2 columns are named 'text'"):
         list(read_parquet(io.BytesIO(buf.getvalue()), "t.parquet"))
 
 
