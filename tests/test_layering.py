@@ -25,6 +25,7 @@ ALLOWED = {
     "schemas": set(),
     "corpus.outputs": {"schemas"},
     "corpus.locks": {"schemas", "corpus.outputs"},
+    "corpus.progress": set(),
     "corpus.text": {"schemas"},
     "corpus.vocab": {"schemas"},
     "corpus.dedup": {"schemas", "corpus.text"},

@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from clozeworks.corpus.locks import OutputLock
 from clozeworks.corpus.outputs import LOCAL
+from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import ClozeError, UsageError
 from clozeworks.trainer import fsdp
 from clozeworks.trainer.assembly import (
@@ -194,11 +194,8 @@ class _Run:
 
         started = time.perf_counter()
         history: list[dict[str, Any]] = []
-        bar = tqdm(
-            total=config.max_steps,
-            initial=state.step,
-            disable=not (progress and d.main),
-            unit="step",
+        bar = progress_bar(
+            config.max_steps, "train", "step", progress and d.main, initial=state.step
         )
         self.model.train()
         with self.signals:

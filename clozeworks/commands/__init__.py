@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
-def add_progress_flag(p: argparse.ArgumentParser, what: str = "progress bars") -> None:
+def add_progress_flag(p: argparse.ArgumentParser, what: str = "progress") -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
-        default=None,
-        help=f"{what} on stderr (default: when stderr is a terminal)",
+        default=True,
+        help=f"{what} on stderr: bars on a terminal, else a plain line every "
+        "$CLOZEWORKS_LOG_EVERY seconds (30)",
     )
 
 
 def progress_wanted(args: argparse.Namespace) -> bool:
-    """--progress / --no-progress as given, else whether stderr is a terminal."""
-    flag = getattr(args, "progress", None)
-    return sys.stderr.isatty() if flag is None else bool(flag)
+    """--progress / --no-progress as given (default on: bars or lines, by the stream)."""
+    return bool(getattr(args, "progress", True))

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from clozeworks.corpus.inspect.html import require_matplotlib, write_html
 from clozeworks.corpus.inspect.mirror import mirror
@@ -35,6 +32,7 @@ from clozeworks.corpus.inspect.stages import (
     unfinished_runs,
 )
 from clozeworks.corpus.inspect.text import render
+from clozeworks.corpus.progress import progress_bar
 from clozeworks.corpus.shards.cache import is_remote
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.manifest import read_manifest
@@ -132,21 +130,16 @@ def _local(path: str) -> Path:
     shard cache first (corpus.shards.cache), then inspected there."""
     if not is_remote(path):
         return Path(path)
-    with tqdm(
-        unit="B", unit_scale=True, desc="download", disable=not sys.stderr.isatty(), file=sys.stderr
-    ) as bar:
+    bar = progress_bar(None, "download", "bytes")
+    try:
         return mirror(path, progress=bar.update)
+    finally:
+        bar.close()
 
 
 def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    with tqdm(
-        total=read_manifest(path).bytes,
-        unit="B",
-        unit_scale=True,
-        desc="verify" if args.verify else "read",
-        disable=not sys.stderr.isatty(),
-        file=sys.stderr,
-    ) as bar:
+    bar = progress_bar(read_manifest(path).bytes, "verify" if args.verify else "read", "bytes")
+    try:
         summary = shard_summary(
             path,
             verify=args.verify,
@@ -154,6 +147,8 @@ def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:
             top_k=args.top,
             progress=bar.update,
         )
+    finally:
+        bar.close()
     if args.show:
         summary["examples"] = decode_examples(path, args.show)
     return summary

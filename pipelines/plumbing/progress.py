@@ -1,4 +1,4 @@
-"""Progress of a pipeline running on this machine, drawn on a terminal.
+"""Progress of a pipeline running on this machine: bars on a terminal, lines in a log.
 
 DoFns count what they have done (input bytes read, documents read and written,
 sequences written) with a `Tally`, which saves its counts at most twice a second to a
@@ -24,6 +24,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
+
+from clozeworks.corpus.progress import progress_bar
 
 ENV = "CLOZEWORKS_PROGRESS"
 SAVE_EVERY_S = 0.5
@@ -96,22 +98,19 @@ def pipeline_progress(
     if not enabled or not bars:
         yield
         return
-    from tqdm import tqdm
-
     directory = tempfile.mkdtemp(prefix="cloze-progress-")
     previous = os.environ.get(ENV)
     os.environ[ENV] = directory
+    # Bars on a terminal; plain lines at an interval elsewhere (corpus.progress).
     drawn = [
-        tqdm(
-            total=bar.total,
-            desc=bar.label,
-            unit="B" if bar.unit == "bytes" else bar.unit,
-            unit_scale=True,
-            unit_divisor=1024 if bar.unit == "bytes" else 1000,
+        progress_bar(
+            bar.total,
+            bar.label,
+            bar.unit,
+            stream=stream,
             position=i,
             leave=True,
             dynamic_ncols=True,
-            file=stream,
             mininterval=SAVE_EVERY_S,
         )
         for i, bar in enumerate(bars)

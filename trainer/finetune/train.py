@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
+from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import SettingError
 from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
 from clozeworks.trainer.finetune import metrics
@@ -221,7 +221,7 @@ def finetune_tasks(
     history = History()
     start = time.perf_counter()
     names = ", ".join(r.spec.name for r in runs)
-    bar = tqdm(total=total, desc=f"finetune {names}", unit="step", disable=not progress)
+    bar = progress_bar(total, f"finetune {names}", "step", progress)
     for epoch in range(settings.epochs):
         plan: list[tuple[int, list[int]]] = []
         for t, run in enumerate(runs):

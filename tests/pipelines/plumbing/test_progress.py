@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from clozeworks.cli import main
+from clozeworks.corpus.progress import LOG_EVERY_ENV
 from clozeworks.pipelines.clean import CleanConfig, run_clean
 from clozeworks.pipelines.plumbing import progress
 from clozeworks.pipelines.plumbing.progress import ENV, Tally, read_totals
@@ -49,8 +51,9 @@ def _last_values(stderr: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_clean_draws_every_input_byte_and_every_kept_document(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: int
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, workers: int
 ) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # bars, as on a terminal
     raw = tmp_path / "raw"
     raw.mkdir()
     for i in range(3):
@@ -69,12 +72,18 @@ def test_clean_draws_every_input_byte_and_every_kept_document(
     assert not [p for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("cloze-progress-*")]
 
 
-def test_no_bars_off_a_terminal_unless_asked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_off_a_terminal_plain_lines_at_an_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
     raw = tmp_path / "in.jsonl"
     raw.write_text(json.dumps({"text": "a short document"}) + "\n")
     assert main(["clean", "--input", str(raw), "--output", str(tmp_path / "a")]) == 0
-    assert capsys.readouterr().err == ""  # stderr is not a terminal under pytest
-    assert main(["clean", "--input", str(raw), "--output", str(tmp_path / "b"), "--progress"]) == 0
-    assert "read: 100%" in capsys.readouterr().err
+    assert capsys.readouterr().err == ""  # shorter than the interval: the summary says it
+    monkeypatch.setenv(LOG_EVERY_ENV, "0")
+    assert main(["clean", "--input", str(raw), "--output", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "read: 29 B of 29 B (100.0%)" in err, err
+    assert re.search(r"^written: 1 docs, ", err, re.M), err
+    argv = ["clean", "--input", str(raw), "--output", str(tmp_path / "c"), "--no-progress"]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""
