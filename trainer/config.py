@@ -311,7 +311,13 @@ class TrainConfig:
             raise UsageError(f"precision {self.precision!r} is not one of auto, fp32, bf16")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every setting the run uses; a warm-up in steps is left out when a share of the
+        run (warmup_ratio) replaces it, so config.json never shows a value that did not
+        apply (loading it gives the same run: the ratio wins either way)."""
+        out = asdict(self)
+        if self.optim.warmup_ratio is not None:
+            del out["optim"]["warmup_steps"]
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"

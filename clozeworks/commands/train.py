@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
@@ -268,10 +269,31 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return merge(config, changes, COMMAND_LINE)
 
 
-def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> TrainConfig:
+def _note(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _no_note(line: str) -> None:
+    return None
+
+
+def _fit_to_shards(
+    config: TrainConfig, args: argparse.Namespace, data: str, quiet: bool = False
+) -> TrainConfig:
     """Settings that the shard set decides: refuse dynamic masking flags on pre-masked
-    shards, and train a sentence pair set's own objective unless told otherwise."""
+    shards, train a sentence pair set's own objective unless told otherwise, and take the
+    set's vocabulary size and pad id (as the run's own settle_config does). `quiet`: no
+    notes on stderr (--print-config prints the config alone)."""
+    say = _note if not quiet else _no_note
     manifest = resolve(config, data).manifest
+    config = replace(
+        config,
+        model=replace(
+            config.model,
+            vocab_size=manifest.vocab_size,
+            pad_token_id=manifest.special_tokens["pad"],
+        ),
+    )
     if manifest.premask is not None and args.masking:
         raise UsageError(
             f"--masking {args.masking} cannot take effect: {data} is pre-masked "
@@ -281,12 +303,11 @@ def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> 
     fitted = with_pair_objective(config, manifest) if untouched else config
     if fitted is not config:
         config = fitted
-        print(
+        say(
             f"objectives: mlm,{manifest.mode} ({data} holds {manifest.mode} pairs; "
-            "--objective mlm trains MLM alone)",
-            file=sys.stderr,
+            "--objective mlm trains MLM alone)"
         )
-    if "t5" in config.objectives:
+    if "t5" in config.objectives and not quiet:
         raw = manifest.max_seq_len - 2  # between the rows' [CLS] and [SEP]
         inputs, targets = corrupted_lengths(raw)
         print(
@@ -299,11 +320,14 @@ def _fit_to_shards(config: TrainConfig, args: argparse.Namespace, data: str) -> 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args)
-    if args.print_config:
-        print(config.to_json(), end="")
-        return 0
     # A [mixture] in the config names the data; its first set stands for all in messages.
     data = next(iter(config.mixture)) if config.mixture else args.data
+    if args.print_config:
+        # With shards, what the run will use: their vocabulary, pad id and pair objective.
+        print(
+            (_fit_to_shards(config, args, data, quiet=True) if data else config).to_json(), end=""
+        )
+        return 0
     missing = [flag for flag, value in (("--data", data), ("--output", args.output)) if not value]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")

@@ -114,7 +114,9 @@ def _printed(capsys, *flags: str) -> dict:
 
 def test_warmup_as_a_share_or_in_steps(tmp_path, capsys) -> None:
     assert _printed(capsys)["warmup_steps"] == 10_000  # BERT's, as the paper gives it
-    assert _printed(capsys, "--warmup", "6%")["warmup_ratio"] == pytest.approx(0.06)
+    share_of_run = _printed(capsys, "--warmup", "6%")
+    assert share_of_run["warmup_ratio"] == pytest.approx(0.06)
+    assert "warmup_steps" not in share_of_run  # does not apply: not shown, not saved
     assert _printed(capsys, "--warmup", "0.06")["warmup_ratio"] == pytest.approx(0.06)
     share = tmp_path / "share.toml"
     share.write_text("[optim]\nwarmup_ratio = 0.1\n", encoding="utf-8")
@@ -150,3 +152,20 @@ def test_a_warmup_as_long_as_the_run_is_refused_unless_forced(shards_dir, tmp_pa
     assert main([*common, *run, "--force-warmup"]) == 0
     assert warmup_problem(OptimConfig(warmup_steps=2), 3) is None
     assert warmup_problem(OptimConfig(warmup_steps=3), 3) is not None
+
+
+def test_print_config_with_shards_is_what_the_run_uses(nsp_shards, tmp_path, capsys) -> None:
+    """--print-config with --data shows the shards' vocabulary, pad id and pair objective
+    (it showed BERT's 30522 and [mlm] for an 8000-token nsp set), and the run's
+    config.json says the same."""
+    manifest = json.loads((nsp_shards / "manifest.json").read_text())
+    flags = ["--data", str(nsp_shards), "--warmup", "0.5", "--max-steps", "1", "--batch-size", "4"]
+    assert main(["train", "--print-config", *flags]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["model"]["vocab_size"] == manifest["vocab_size"] != 30522
+    assert printed["model"]["pad_token_id"] == manifest["special_tokens"]["pad"]
+    assert printed["objectives"] == ["mlm", "nsp"]
+    run = tmp_path / "run"
+    assert main(["train", *flags, "--output", str(run)]) == 0
+    saved = json.loads((run / "config.json").read_text())
+    assert {k: saved[k] for k in printed} == printed
