@@ -270,6 +270,12 @@ def load_tokenizer(path: str | Path) -> TokenizerInfo:
             tok = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as err:  # tokenizers raises bare Exception subclasses on bad files
             raise BadInputError(f"{p}: not a tokenizer ({_first_line(err)})") from None
+    try:
+        # A file that loads can still fail on its first text (a WordPiece model whose
+        # [UNK] is not in its vocabulary): found here, not in a worker mid-run.
+        tok.encode(_PROBE)
+    except Exception as err:  # tokenizers raises bare Exception on encoding failures
+        raise BadInputError(f"{p}: cannot encode text ({_first_line(err)})") from None
     kind = tokenizer_kind(tok)
     sp = _conventions(tok, kind, declared)
     ids: dict[str, int] = {}
@@ -288,6 +294,10 @@ def load_tokenizer(path: str | Path) -> TokenizerInfo:
         path=str(p),
         all_special_ids=sorted(set(ids.values()) | added_special),
     )
+
+
+# Words in and out of any vocabulary, in a few scripts: what a tokenizer must encode.
+_PROBE = "The probe, 한국어 テスト ☃ \u0000 qzxjv."
 
 
 def _first_line(err: Exception) -> str:

@@ -359,3 +359,16 @@ def test_a_foreign_directory_keeps_its_own_special_tokens(tmp_path, saved) -> No
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"cls_token": "[BOS]"}))
     with pytest.raises(BadInputError, match="\\[BOS\\] \\(cls\\) is missing"):
         load_tokenizer(tmp_path)
+
+
+def test_a_tokenizer_that_cannot_encode_is_refused_when_loaded(tmp_path) -> None:
+    """Found by the fuzzer (tests/fuzz): a WordPiece tokenizer.json whose [UNK] is not in
+    its vocabulary loaded, then failed on the first text inside a shard worker."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[CLS]", "[SEP]", "[MASK]", "a"])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    (tmp_path / "tokenizer.json").write_text(tok.to_str())
+    with pytest.raises(BadInputError, match=r"tokenizer\.json: cannot encode text \(WordPiece"):
+        load_tokenizer(tmp_path)
