@@ -133,4 +133,9 @@ def check_at_least(name: str, value: Any, minimum: float) -> None:
 def check_between(name: str, value: float, low: float, high: float) -> None:
     """`low <= value <= high`; NaN is never in range."""
     if not low <= value <= high:
-        raise SettingError(name, f"must be in [{low:g}, {high:g}], got {value}")
+        raise SettingError(name, f"must be in [{_number(low)}, {_number(high)}], got {value}")
+
+
+def _number(x: float) -> str:
+    """An integer bound whole (a seed's 2**63 - 1), any other as %g."""
+    return str(x) if isinstance(x, int) else f"{x:g}"
