@@ -70,7 +70,7 @@ class LineProgress:
         self.total = total
         self.desc = desc
         self.unit = unit
-        self.n = initial
+        self.n: float = initial
         self.stream = stream
         self.every = log_every()
         self.postfix: dict[str, Any] = {}
