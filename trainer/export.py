@@ -32,6 +32,7 @@ from clozeworks.schemas.validate import loads
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import TrainConfig, load_config_file
 from clozeworks.trainer.families import build_model, to_transformers
+from clozeworks.trainer.metrics import METRICS_FILE, read_metrics
 
 CONFIG_FILE = "config.json"
 
@@ -72,17 +73,72 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
         raise BadInputError(f"{tokenizer}: the run's tokenizer is missing (config.json names it)")
     written = []
     special = _special_ids(tokenizer)
+    chosen = step if step is not None else committed_steps(run)[-1]
     for sub, hf in to_transformers(model, config, special):
         target = output / sub
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         hf.save_pretrained(tmp)
         copy_tokenizer_files(tokenizer, tmp)
+        if sub == "":
+            card = model_card(config, raw, run, chosen, type(hf).__name__, model)
+            (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         readable_by_all(tmp)
         shutil.rmtree(target, ignore_errors=True)
         tmp.replace(target)
         written.append(target)
     return written
+
+
+CARD_FILE = "README.md"
+
+
+def model_card(
+    config: TrainConfig, raw: dict[str, Any], run: Path, step: int, hf_class: str, model: nn.Module
+) -> str:
+    """README.md for the exported model (the Hub's model card): what was trained on what,
+    for how long, how it scored on held-out data, and how to load it."""
+    m = config.model
+    parameters = sum(p.numel() for p in model.parameters())
+    evals = [r for r in read_metrics(run / METRICS_FILE) if r.get("step", 0) <= step]
+    held_out = next((r for r in reversed(evals) if any(k.startswith("eval_") for k in r)), None)
+    lines = [
+        "---",
+        "library_name: transformers",
+        f"tags: [clozeworks, {m.family}, {', '.join(config.objectives)}]",
+        "---",
+        "",
+        f"# {m.family} pretrained with clozeworks",
+        "",
+        f"- Architecture: {m.family}, {m.num_layers} layers, hidden {m.hidden_size}, "
+        f"{m.num_heads} heads, vocabulary {m.vocab_size}; {parameters:,} parameters "
+        f"(`{hf_class}`)",
+        f"- Objectives: {', '.join(config.objectives)}",
+        f"- Training: step {step} of {config.max_steps}, batch {config.batch_size} x "
+        f"{config.grad_accum} accumulation, learning rate {config.optim.lr:g}, precision "
+        f"{config.precision}, seed {config.seed}",
+        f"- Data: `{raw.get('data', '?')}`",
+    ]
+    if held_out is not None:
+        figures = ", ".join(
+            f"{k.removeprefix('eval_')} {v:.4g}"
+            for k, v in sorted(held_out.items())
+            if k.startswith("eval_") and isinstance(v, int | float)
+        )
+        lines.append(f"- Held-out (step {held_out['step']}): {figures}")
+    lines += [
+        "",
+        "```python",
+        "from transformers import AutoModel, AutoTokenizer",
+        "",
+        'tokenizer = AutoTokenizer.from_pretrained("PATH")',
+        'model = AutoModel.from_pretrained("PATH")',
+        "```",
+        "",
+        f"Exported by `cloze export` from the run `{run.name}`; its config.json has every setting.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def _special_ids(tokenizer: Path) -> dict[str, int]:

@@ -185,6 +185,8 @@ class _Run:
         resumed_from = state.step
         if config.init_from and state.step == 0:
             self.checkpointer.initialize(config.init_from, self.init_notes)
+        if progress and d.main:
+            print(self.startup_summary(), file=sys.stderr, flush=True)
         log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
         phase_index = _phase_at(self.phases, state.step)
         loader = self._loader(phase_index)
@@ -225,6 +227,26 @@ class _Run:
             rank=d.rank,
             resumed_from=resumed_from,
             stopped_by=stopped,
+        )
+
+    def startup_summary(self) -> str:
+        """One line before the first step: the model, where it runs, and how much of the
+        data the run will see (a log's first answer to "is this the run I meant?")."""
+        config, d = self.config, self.d
+        manifest = self.phases[0].manifest
+        parameters = sum(p.numel() for p in self.model.parameters())
+        precision = _precision(config.precision, d.device)
+        per_step = config.batch_size * config.grad_accum * d.world_size
+        steps = config.max_steps - self.state.step
+        sequences = steps * per_step
+        epochs = sequences / max(1, manifest.sequences)
+        tokens = sequences * manifest.tokens / max(1, manifest.sequences)
+        return (
+            f"train: {config.model.family} {parameters:,} parameters, "
+            f"{', '.join(config.objectives)}, on {d.device} x{d.world_size} in {precision}; "
+            f"{steps:,} steps x {per_step} sequences = {sequences:,} sequences, "
+            f"{epochs:.2f} epochs of {manifest.sequences:,} ({manifest.tokens:,} tokens each), "
+            f"about {tokens:,.0f} tokens"
         )
 
     def _loop(
@@ -474,7 +496,14 @@ def _copy_to_host(value: torch.Tensor) -> tuple[torch.Tensor, Any]:
     return host, done
 
 
-def _autocast(precision: str, device: torch.device) -> Any:
+def _precision(precision: str, device: torch.device) -> str:
+    """What `auto` means on `device`: bf16 autocast on CUDA, fp32 elsewhere."""
     if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return "bf16"
+    return "fp32"
+
+
+def _autocast(precision: str, device: torch.device) -> Any:
+    if _precision(precision, device) == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

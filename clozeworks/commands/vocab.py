@@ -11,11 +11,13 @@ vocab_stats.json in the output directory.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.corpus.vocab.sample import SampleSettings
+from clozeworks.corpus.vocab.stats import heldout_warnings
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
 
@@ -64,4 +66,6 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
             f"UNK rate {held['unk_rate']:.4%}, {held['vocab_used_share']:.1%} of the "
             "vocabulary used"
         )
+    for warning in heldout_warnings(held):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -285,12 +285,17 @@ def _docs(plt: Any, s: dict[str, Any]) -> str:
         )
     )
     sources = s.get("sources") or {"distinct": 0, "top": []}
-    rows = [
-        (x["source"], x["documents"], _bar(x["documents"] / max(s["documents"], 1)))
-        for x in sources["top"]
+    total = max(s["documents"], 1)
+    directories = sources.get("directories") or []
+    out.append(f"<h2>Sources</h2><p>{sources['distinct']:,} files, by directory:</p>")
+    by_directory = [
+        (x["directory"], x["files"], x["documents"], _bar(x["documents"] / total))
+        for x in directories
     ]
-    out.append(f"<h2>Sources</h2><p>{sources['distinct']:,} distinct; the largest:</p>")
-    out.append(_grid(("source", "documents", "share"), rows, {1}))
+    out.append(_grid(("directory", "files", "documents", "share"), by_directory, {1, 2}))
+    largest = [(x["source"], x["documents"], _bar(x["documents"] / total)) for x in sources["top"]]
+    out.append("<p>The largest files:</p>")
+    out.append(_grid(("source", "documents", "share"), largest, {1}))
     clusters = (s.get("duplicates") or {}).get("largest_clusters") or []
     if clusters:
         out.append("<h2>Largest duplicate clusters</h2>")
@@ -364,9 +369,28 @@ def _run(plt: Any, s: dict[str, Any]) -> str:
     # Perplexity runs to thousands early on: a plot of its own, not the losses' scale.
     perplexity = {k: v for k, v in held.items() if k.endswith("perplexity")}
     held = {k: v for k, v in held.items() if k not in perplexity}
+    losses = {k: v for k, v in train.items() if k.endswith("loss")}
+    if len(losses) == 2 and "loss" in losses:
+        # One objective: the total is that objective's loss, drawn twice.
+        (single,) = (k for k in losses if k != "loss")
+        if losses["loss"] == losses[single]:
+            del losses["loss"]
+    held_loss = {k: v for k, v in held.items() if k.endswith("loss")}
+    held_accuracy = {k: v for k, v in held.items() if k.endswith("accuracy")}
+    held_other = {k: v for k, v in held.items() if k not in held_loss and k not in held_accuracy}
+    # Training and held-out loss of each objective on one axis: overfitting shows as a gap.
+    overlaid = {}
+    for name, series in losses.items():
+        for held_name in (f"eval/{name}", f"eval_{name}"):  # a held-out record, or inline
+            if held_name in held_loss:
+                overlaid[f"train {name}"] = series
+                overlaid[f"held-out {name}"] = held_loss[held_name]
     groups = [
-        ("Training loss", "loss", {k: v for k, v in train.items() if k.endswith("loss")}),
-        ("Held-out", "value", held),
+        ("Training loss", "loss", losses),
+        ("Training and held-out loss", "loss", overlaid),
+        ("Held-out loss", "loss", held_loss),
+        ("Held-out accuracy", "accuracy", held_accuracy),
+        ("Held-out", "value", held_other),
         ("Held-out perplexity", "perplexity", perplexity),
         ("Accuracy", "accuracy", {k: v for k, v in train.items() if k.endswith("accuracy")}),
         ("Learning rate", "lr", {k: v for k, v in train.items() if k == "lr"}),

@@ -168,7 +168,11 @@ def docs_summary(directory: Path) -> dict[str, Any]:
         "duplicates": duplicates,
         "stages": chain,
         "stats": stats,
-        "sources": {"distinct": len(sources), "top": _top_sources(sources)},
+        "sources": {
+            "distinct": len(sources),
+            "top": _top_sources(sources),
+            "directories": _top_directories(sources),
+        },
         "samples": samples,
         "problems": problems,
     }
@@ -183,6 +187,19 @@ def _top_sources(sources: Counter[str]) -> list[dict[str, Any]]:
     """The sources with the most documents, most first, ties by name."""
     ranked = sorted(sources.items(), key=lambda kv: (-kv[1], kv[0]))
     return [{"source": s, "documents": n} for s, n in ranked[:TOP_SOURCES]]
+
+
+def _top_directories(sources: Counter[str]) -> list[dict[str, Any]]:
+    """Documents and files per directory of the sources, most documents first: a corpus of
+    thousands of files reads by its parts (wiki/, books/), not by its largest files."""
+    documents: Counter[str] = Counter()
+    files: Counter[str] = Counter()
+    for source, n in sources.items():
+        directory = source.rsplit("/", 1)[0] if "/" in source else "."
+        documents[directory] += n
+        files[directory] += 1
+    ranked = sorted(documents.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"directory": d, "files": files[d], "documents": n} for d, n in ranked[:TOP_SOURCES]]
 
 
 def _lengths(array: Any) -> np.ndarray:

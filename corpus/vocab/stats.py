@@ -98,3 +98,26 @@ def heldout_stats(
     for batch in batches:
         stats.add(tok, batch)
     return stats
+
+
+# What the README calls a vocabulary too small or of the wrong kind, measured on the
+# held-out documents.
+UNK_RATE_LIMIT = 0.001
+TOKENS_PER_WORD_LIMIT = 1.5
+
+
+def heldout_warnings(heldout: dict[str, Any]) -> list[str]:
+    """A line per README threshold the held-out figures cross, with what to try."""
+    out = []
+    unk, per_word = heldout.get("unk_rate"), heldout.get("tokens_per_word")
+    if isinstance(unk, float) and unk > UNK_RATE_LIMIT:
+        out.append(
+            f"UNK rate {unk:.3%} is above {UNK_RATE_LIMIT:.1%}: text the vocabulary cannot "
+            "spell (try --kind bpe, byte-level and UNK-free, or a larger --vocab-size)"
+        )
+    if isinstance(per_word, float) and per_word > TOKENS_PER_WORD_LIMIT:
+        out.append(
+            f"{per_word:.2f} tokens per word is above {TOKENS_PER_WORD_LIMIT}: words are cut "
+            "into many pieces (a larger --vocab-size, or a larger --sample-bytes)"
+        )
+    return out

@@ -110,8 +110,9 @@ def test_html_reports_for_every_kind(premasked_pairs, small_build, tmp_path, cap
     paths, _ = small_build
     run = _run_with_a_resume(tmp_path)
     # kind -> plots: shards (lengths, segments, predictions, rank-frequency), docs
-    # (lengths), tokenizer (none), run (loss, held-out, accuracy, lr, grad norm, speed).
-    cases = [(premasked_pairs, 4), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 6)]
+    # (lengths), tokenizer (none), run (loss, train against held-out loss, held-out loss,
+    # accuracy, lr, grad norm, speed).
+    cases = [(premasked_pairs, 4), (Path(paths.docs), 1), (Path(paths.tokenizer), 0), (run, 7)]
     for i, (path, plots) in enumerate(cases):
         report = tmp_path / f"report{i}.html"
         assert main(["inspect", str(path), "--html", str(report)]) == 0
@@ -131,10 +132,16 @@ def test_html_reports_for_every_kind(premasked_pairs, small_build, tmp_path, cap
     # The funnel from clean's input, the sources, sample documents.
     assert "<td>clean</td><td>documents in</td>" in docs and "Sample documents" in docs
     assert "docstrings.jsonl.gz" in docs
+    # Sources by directory first (a corpus of thousands of files reads by its parts).
+    assert "<th>directory</th><th>files</th><th>documents</th>" in docs
+    assert re.search(r"<td>raw</td><td class=\"n\">1</td><td class=\"n\">[\d,]+</td>", docs)
     # Resumes are marked, held-out curves and the configuration are there.
     assert 'resumed at</th><td class="n">5</td>' in run_html
     assert "dashed: resumed from a checkpoint" in run_html and "eval/mlm_loss" in run_html
     assert "<td>model.hidden_size</td><td>128</td>" in run_html
+    # Training and held-out loss on one axis; held-out loss and accuracy never share one.
+    assert "Training and held-out loss: held-out mlm_loss, train mlm_loss" in run_html
+    assert "Held-out loss: eval/mlm_loss" in run_html
 
 
 @pytest.mark.skipif(

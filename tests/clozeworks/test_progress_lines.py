@@ -82,7 +82,10 @@ def test_a_corpus_stage_and_training_log_lines_without_a_terminal(shards_dir, tm
     done = subprocess.run([sys.executable, "-m", "clozeworks", *train], capture_output=True,
                           text=True, env={**env, LOG_EVERY_ENV: "0"}, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    steps = [line for line in done.stderr.splitlines() if line.startswith("train: ")]
+    summary = next(line for line in done.stderr.splitlines() if line.startswith("train: "))
+    assert " parameters, mlm, on cpu x1 in fp32; 30 steps x 4 sequences = 120 sequences" in summary
+    assert " epochs of " in summary and " tokens each), about " in summary
+    steps = [line for line in done.stderr.splitlines() if line.startswith("train: ")][1:]
     assert len(steps) >= 30 and "\r" not in done.stderr
     assert steps[-1].startswith("train: 30 step of 30 step (100.0%)") and "loss " in steps[-1]
 

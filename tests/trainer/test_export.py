@@ -125,13 +125,19 @@ def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards,
     run, out = tmp_path / "run", tmp_path / "hf"
     common = ["--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
     args = ["train", *common, "--objective", "mlm,nsp", "--max-steps", "2", "--batch-size", "4"]
-    assert main([*args, "--no-progress"]) == 0
+    assert main([*args, "--no-progress", "--eval-split", "0.2"]) == 0
     mask = os.umask(0o022)
     try:
         assert main(["export", "--run", str(run), "--output", str(out)]) == 0
     finally:
         os.umask(mask)
     assert stat.S_IMODE((out / "model.safetensors").stat().st_mode) == 0o644  # not 0600
+    # The model card says what was trained on what, for how long, and how it scored.
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\ntags: [clozeworks, bert, mlm, nsp]")
+    assert "- Objectives: mlm, nsp" in card and "- Training: step 2 of 2, batch 4" in card
+    assert f"- Data: `{nsp_shards}`" in card and "2 layers, hidden 32" in card
+    assert "- Held-out (step 2): " in card and "mlm_accuracy" in card
     hf, info = transformers.BertForPreTraining.from_pretrained(out, output_loading_info=True)
     assert not [k for k in info["missing_keys"] if "position_ids" not in k]
     assert not info["unexpected_keys"]

@@ -10,8 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.outputs import LOCAL
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
@@ -173,8 +175,54 @@ def run_evaluate(
     seconds = time.perf_counter() - start
     scores: dict[str, Any] = score(task, outputs, encoded)
     scores.update(examples=len(encoded.ids), skipped=skipped, seconds=round(seconds, 3))
+    if task.shape in ("single", "pair", "regression"):
+        rows = prediction_rows(task, outputs, encoded)
+        scores["predictions"] = write_predictions(model_dir, split, rows).name
+        if task.shape != "regression":
+            scores["confusion"] = confusion(task, rows)
     record_eval(model_dir, split, scores)
     return scores
+
+
+def prediction_rows(task: TaskSpec, outputs: list[Any], encoded: Encoded) -> list[dict[str, Any]]:
+    """One row per example, in file order (rows the reader skipped are not examples): the
+    gold label and the model's, and for a classification each label's probability."""
+    rows = []
+    for i, (logits, gold) in enumerate(zip(outputs, encoded.labels, strict=True)):
+        if task.shape == "regression":
+            rows.append({"example": i, "label": float(gold), "prediction": float(logits[0])})
+            continue
+        exp = np.exp(logits - logits.max())
+        probabilities = exp / exp.sum()
+        rows.append(
+            {
+                "example": i,
+                "label": task.labels[int(gold)],
+                "prediction": task.labels[int(np.argmax(logits))],
+                "probabilities": {
+                    name: round(float(p), 6)
+                    for name, p in zip(task.labels, probabilities, strict=True)
+                },
+            }
+        )
+    return rows
+
+
+def write_predictions(model_dir: Path, split: str, rows: list[dict[str, Any]]) -> Path:
+    """predictions-SPLIT.jsonl beside eval.json, written whole under a temporary name."""
+    target = model_dir / f"predictions-{split}.jsonl"
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    LOCAL.write_atomic(str(target), text.encode("utf-8"))
+    return target
+
+
+def confusion(task: TaskSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts of (gold, predicted) label pairs: `matrix[g][p]`, labels in the task's order."""
+    index = {name: i for i, name in enumerate(task.labels)}
+    matrix = np.zeros((len(task.labels), len(task.labels)), dtype=np.int64)
+    for row in rows:
+        matrix[index[row["label"]], index[row["prediction"]]] += 1
+    return {"labels": list(task.labels), "matrix": matrix.tolist()}
 
 
 MULTITASK_FILE = "multitask.json"

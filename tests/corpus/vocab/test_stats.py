@@ -35,3 +35,13 @@ def test_nothing_held_out_gives_no_rates() -> None:
     stats = heldout_stats(tiny(), [], unk_id=1, special_ids=range(5)).summary()
     assert stats["tokens"] == 0 and stats["unk_rate"] is None
     assert stats["tokens_per_word"] is None and stats["vocab_used_share"] == 0.0
+
+
+def test_heldout_warnings_name_the_readme_thresholds() -> None:
+    from clozeworks.corpus.vocab.stats import heldout_warnings
+
+    assert heldout_warnings({"unk_rate": 0.0005, "tokens_per_word": 1.3}) == []
+    unk, cut = heldout_warnings({"unk_rate": 0.004, "tokens_per_word": 1.99})
+    assert unk.startswith("UNK rate 0.400% is above 0.1%") and "--kind bpe" in unk
+    assert cut.startswith("1.99 tokens per word is above 1.5") and "--vocab-size" in cut
+    assert heldout_warnings({"unk_rate": None, "tokens_per_word": None}) == []

@@ -49,7 +49,17 @@ def test_finetune_learns_a_separable_task_and_evaluate_agrees(tiny_run, tmp_path
     assert main(["evaluate", "--model", str(out), "--data", str(data), "--device", "cpu"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["accuracy"] == pytest.approx(info["dev"]["accuracy"])
-    assert json.loads((out / "eval.json").read_text())["dev"]["examples"] == 60
+    scored = json.loads((out / "eval.json").read_text())["dev"]
+    assert scored["examples"] == 60
+    # Per-example predictions and the confusion matrix agree with the accuracy.
+    rows = [json.loads(line) for line in (out / "predictions-dev.jsonl").read_text().splitlines()]
+    assert [r["example"] for r in rows] == list(range(60))
+    assert all(sum(r["probabilities"].values()) == pytest.approx(1, abs=1e-4) for r in rows)
+    right = sum(r["label"] == r["prediction"] for r in rows)
+    assert 100 * right / 60 == pytest.approx(printed["accuracy"])
+    matrix = scored["confusion"]["matrix"]
+    assert scored["confusion"]["labels"] == ["0", "1"] and sum(map(sum, matrix)) == 60
+    assert matrix[0][0] + matrix[1][1] == right
     assert main(["inspect", str(out)]) == 0
     shown = capsys.readouterr().out
     assert f"finetuned: {out}" in shown and "task glue/sst2 (single)" in shown
