@@ -143,7 +143,7 @@ def main(argv: Sequence[str]) -> int:
         with _quiet_worker_processes(unknown, args.verbose or args.debug):
             return int(module.run(args, unknown) or 0)
     except KeyboardInterrupt:
-        return _fail(args.command, "interrupted", 130)
+        return _fail(args.command, "interrupted", INTERRUPTED)
     except DryRun as done:
         print(f"cloze {args.command}: {done}")
         return 0
@@ -151,7 +151,7 @@ def main(argv: Sequence[str]) -> int:
         if args.debug or isinstance(err, BrokenPipeError):
             raise
         if _interrupted(err):
-            return _fail(args.command, "interrupted", 130)
+            return _fail(args.command, "interrupted", INTERRUPTED)
         # Beam re-raises a DoFn's exception with the step appended; unwrap ours. From a
         # worker process it arrives as the text of the worker's traceback.
         ours = _find(err, ClozeError) or _from_worker(err)
@@ -230,6 +230,9 @@ def _not_beam(flags: Sequence[str], beam: dict[str, bool]) -> list[str]:
             wants_value = False
     return bad
 
+
+# The exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
 
 # Flags of `cloze` itself, before the command.
 GLOBAL_FLAGS = ("--verbose", "-v", "--debug", "--version")
@@ -371,4 +374,10 @@ def entry_point() -> None:
         # stdout at /dev/null so the flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
+    if code == INTERRUPTED:
+        # Our cleanup (staging directories, locks) ran before main returned; a thread of
+        # Beam's DirectRunner that the Ctrl-C left waiting would keep the interpreter's
+        # shutdown waiting for it forever (seen with `cloze vocab`).
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
