@@ -245,8 +245,8 @@ class _Run:
             f"train: {config.model.family} {parameters:,} parameters, "
             f"{', '.join(config.objectives)}, on {d.device} x{d.world_size} in {precision}; "
             f"{steps:,} steps x {per_step} sequences = {sequences:,} sequences, "
-            f"{epochs:.2f} epochs of {manifest.sequences:,} ({manifest.tokens:,} tokens each), "
-            f"about {tokens:,.0f} tokens"
+            f"{epochs:.2f} epochs of the set's {manifest.sequences:,} sequences "
+            f"({manifest.tokens:,} tokens), about {tokens:,.0f} tokens"
         )
 
     def _loop(

@@ -84,7 +84,7 @@ def test_a_corpus_stage_and_training_log_lines_without_a_terminal(shards_dir, tm
     assert done.returncode == 0, done.stderr[-2000:]
     summary = next(line for line in done.stderr.splitlines() if line.startswith("train: "))
     assert " parameters, mlm, on cpu x1 in fp32; 30 steps x 4 sequences = 120 sequences" in summary
-    assert " epochs of " in summary and " tokens each), about " in summary
+    assert " epochs of the set's " in summary and " tokens), about " in summary
     steps = [line for line in done.stderr.splitlines() if line.startswith("train: ")][1:]
     assert len(steps) >= 30 and "\r" not in done.stderr
     assert steps[-1].startswith("train: 30 step of 30 step (100.0%)") and "loss " in steps[-1]
