@@ -133,12 +133,21 @@ class MetricsLog:
         if self.writer is not None:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)):
-                    self.writer.add_scalar(key, value, record["step"])
+                    self.writer.add_scalar(tensorboard_tag(key), value, record["step"])
             self.writer.flush()
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def tensorboard_tag(key: str) -> str:
+    """A metrics.jsonl key as a TensorBoard tag in one of two groups, so the held-out
+    curves sit apart from the training ones: eval_mlm_loss -> eval/mlm_loss, mlm_loss ->
+    train/mlm_loss."""
+    if key.startswith("eval_"):
+        return f"eval/{key.removeprefix('eval_')}"
+    return f"train/{key}"
 
 
 def _tensorboard(run: Path, resume_step: int) -> Any:

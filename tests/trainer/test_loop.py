@@ -159,13 +159,19 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) ->
 def test_tensorboard_gets_the_logged_scalars(shards_dir, tmp_path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from clozeworks.trainer.metrics import tensorboard_tag
+
     config = replace(tiny_config(max_steps=4), tensorboard=True)
     train(config, shards_dir, tmp_path / "run", progress=False)
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
     events.Reload()
-    steps = [e.step for e in events.Scalars("mlm_loss")]
+    steps = [e.step for e in events.Scalars("train/mlm_loss")]
     assert steps == [2, 4]
-    assert {"loss", "lr", "tokens_per_s", "mlm_accuracy"} <= set(events.Tags()["scalars"])
+    tags = set(events.Tags()["scalars"])
+    assert {"train/loss", "train/lr", "train/tokens_per_s", "train/mlm_accuracy"} <= tags
+    # Held-out figures in a group of their own (eval/...), none left ungrouped.
+    assert all(t.startswith(("train/", "eval/")) for t in tags)
+    assert tensorboard_tag("eval_mlm_loss") == "eval/mlm_loss"
 
 
 def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> None:
@@ -180,7 +186,7 @@ def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> 
     train(config, shards_dir, run, resume=True, progress=False)
     events = EventAccumulator(str(run / "tensorboard"))
     events.Reload()
-    scalars = events.Scalars("mlm_loss")
+    scalars = events.Scalars("train/mlm_loss")
     assert [e.step for e in scalars] == [2, 4, 6, 8]
     losses = {r["step"]: r["mlm_loss"] for r in logged(run)}
     assert [e.value for e in scalars] == pytest.approx([losses[s] for s in (2, 4, 6, 8)])
