@@ -116,8 +116,10 @@ def _local_files(directory: Path) -> dict[str, bytes]:
 
 
 def _comparable(name: str, data: bytes, there: str, here: str) -> bytes:
-    """Paths in JSON files name where the run wrote; the rest must be equal."""
-    return data.replace(there.encode(), here.encode()) if name.endswith(".json") else data
+    """Paths in JSON files and the model card name where the run wrote; the rest must be
+    equal."""
+    named = name.endswith((".json", "README.md"))
+    return data.replace(there.encode(), here.encode()) if named else data
 
 
 def test_every_verb_on_a_bucket_writes_the_local_bytes(bucket, local, tmp_path, capsys) -> None:
