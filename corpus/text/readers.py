@@ -350,6 +350,10 @@ def _too_long(source: str, position: int, limit: int) -> Rejected:
     return Rejected("too_long", source, position, f"longer than {limit} bytes")
 
 
+# Field names a "no text field" message lists.
+MAX_FIELDS_SHOWN = 8
+
+
 def read_jsonl(
     stream: IO[bytes],
     source: str,
@@ -363,6 +367,10 @@ def read_jsonl(
     first = _first_line(stream, start, base)
     if first is None:
         return
+    # A file none of whose objects has the text field is not a corpus with bad records but
+    # a field named wrong (a `content` file among `text` ones): said, not dropped in silence.
+    objects = with_text = 0
+    fields: set[str] = set()
     for lineno, _, raw in _lines_from(stream, first, end, options.max_record_bytes):
         if raw is None:
             yield _too_long(source, lineno, options.max_record_bytes)
@@ -385,9 +393,13 @@ def read_jsonl(
         if not isinstance(record, dict):
             yield Rejected("bad_json", source, lineno, "not an object", _sample(raw))
             continue
+        objects += 1
         if options.text_field not in record:
+            if len(fields) < MAX_FIELDS_SHOWN:
+                fields.update(list(record)[:MAX_FIELDS_SHOWN])
             yield Rejected("missing_text", source, lineno, options.text_field, _sample(raw))
             continue
+        with_text += 1
         record_id = record.get(options.id_field) if options.id_field else None
         doc = _document(record[options.text_field], source, lineno, record_id, raw)
         # Only a JSON escape ("\ud800") can make a lone surrogate: valid JSON, not text.
@@ -395,6 +407,13 @@ def read_jsonl(
         if b"\\u" in raw and _lone_surrogate(doc):
             doc = Rejected("bad_utf8", source, lineno, "lone surrogate", _sample(raw))
         yield doc
+    if objects and not with_text:
+        where = source if start == 0 and end is None else f"{source} (from line {first[1]})"
+        shown = ", ".join(sorted(fields)[:MAX_FIELDS_SHOWN]) or "none"
+        raise BadInputError(
+            f"{where}: none of the {objects} records has a text field {options.text_field!r} "
+            f"(their fields: {shown}); set --text-field to the field that holds the text"
+        )
 
 
 def read_txt_file(
