@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,7 +263,9 @@ def train_tokenizer(
         plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
         if not plan.alphabet:
             raise BadInputError(NO_TEXT)
-    trainer = new_trainer(config, plan, show_progress)
+    # tokenizers' own bars (indicatif) print blank lines where stderr is no terminal;
+    # there the pipeline's plain progress lines say how the run goes.
+    trainer = new_trainer(config, plan, show_progress and sys.stderr.isatty())
     seen = _SeesText(texts)
     tok.train_from_iterator(seen, trainer=trainer, length=length)
     if not seen.found:

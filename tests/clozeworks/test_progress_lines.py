@@ -11,6 +11,7 @@ import sys
 import time
 
 from clozeworks.corpus.progress import LOG_EVERY_ENV, LineProgress, progress_bar
+from clozeworks.corpus.text.demo import write_demo_corpus
 
 
 def test_lines_say_done_rate_share_eta_and_the_postfix(monkeypatch) -> None:
@@ -93,3 +94,17 @@ def test_a_corpus_stage_and_training_log_lines_without_a_terminal(shards_dir, tm
                             *train[5:], "--no-progress"], capture_output=True, text=True,
                            env={**env, LOG_EVERY_ENV: "0"}, timeout=600)  # fmt: skip
     assert quiet.returncode == 0 and "train: " not in quiet.stderr, quiet.stderr[-2000:]
+
+
+def test_vocab_off_a_terminal_prints_no_blank_lines(tmp_path) -> None:
+    """tokenizers' own trainer bars print empty lines where stderr is no terminal (three
+    of them in `make demo`'s log, from build's vocab stage); there only the plain
+    progress lines are printed."""
+    write_demo_corpus(tmp_path / "raw" / "docs.jsonl.gz", limit=2000)
+    argv = ["build", "--input", str(tmp_path / "raw"), "--output", str(tmp_path / "b")]
+    argv += ["--vocab-size", "2000", "--max-seq-len", "64"]
+    done = subprocess.run([sys.executable, "-m", "clozeworks", *argv], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    for stream in (done.stdout, done.stderr):  # indicatif's blank lines were on stdout
+        assert "" not in stream.splitlines() and "\r" not in stream, repr(stream)
