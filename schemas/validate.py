@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
-from clozeworks.schemas.errors import SchemaError
+from clozeworks.schemas.errors import BadInputError, SchemaError
 
 T = TypeVar("T")
 
@@ -22,6 +23,18 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
         raise json.JSONDecodeError("nested too deeply", shown, 0) from None
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding an object (a run's or a transformers directory's config.json);
+    BadInputError naming the file when it cannot be read, is not JSON, or holds no object."""
+    try:
+        data = loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BadInputError(f"{path}: cannot read ({err})") from None
+    if not isinstance(data, dict):
+        raise BadInputError(f"{path}: not a JSON object")
+    return data
 
 
 class Fields:

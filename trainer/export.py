@@ -28,7 +28,7 @@ from torch import nn
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.schemas.validate import loads
+from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import TrainConfig, load_config_file
 from clozeworks.trainer.families import build_model, to_transformers
@@ -42,12 +42,7 @@ def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module
     path = run / CONFIG_FILE
     if not path.is_file():
         raise BadInputError(f"{run}: no {CONFIG_FILE}, so this is not a training run directory")
-    try:
-        raw = loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BadInputError(f"{path}: not readable JSON ({err})") from None
-    if not isinstance(raw, dict):
-        raise BadInputError(f"{path}: expected a JSON object")
+    raw = read_json_object(path)
     config = load_config_file(path, TrainConfig())
     steps = committed_steps(run)
     if not steps:

@@ -21,7 +21,7 @@ from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import Manifest
-from clozeworks.schemas.validate import loads
+from clozeworks.schemas.validate import loads, read_json_object
 from clozeworks.trainer.checkpoint import committed_steps, intact_problem, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
 from clozeworks.trainer.families import TRANSFORMERS_ROOTS, hf_weights, transformers_family
@@ -84,7 +84,7 @@ def model_config(path: str | Path, current: ModelConfig) -> tuple[ModelConfig, l
         run = src.weights.parent
         theirs = load_config_file(run / "config.json", TrainConfig()).model
         return theirs, []
-    hf = _json(src.path / "config.json")
+    hf = read_json_object(src.path / "config.json")
     family, pre_ln = transformers_family(hf, src.path)
     notes = []
     act = hf.get("hidden_act", "gelu")
@@ -116,7 +116,7 @@ def check_tokenizer(path: str | Path, manifest: Manifest, shards_json: bytes | N
     src = locate(path)
     where = src.path / "tokenizer.json"
     if src.kind == "run":
-        raw = _json(src.weights.parent / "config.json")
+        raw = read_json_object(src.weights.parent / "config.json")
         where = Path(raw.get("tokenizer", "")) / "tokenizer.json"
     theirs = _vocabulary(where.parent)
     if theirs is None:
@@ -233,7 +233,7 @@ def _hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
     if single.is_file():
         return load_file(str(single))
     if index.is_file():
-        files = sorted(set(_json(index)["weight_map"].values()))
+        files = sorted(set(read_json_object(index)["weight_map"].values()))
         out: dict[str, torch.Tensor] = {}
         for name in files:
             out.update(load_file(str(directory / name)))
@@ -270,13 +270,3 @@ def _tokens(tokenizer_json: bytes) -> list[str]:
 
     vocab = Tokenizer.from_str(tokenizer_json.decode("utf-8")).get_vocab(with_added_tokens=True)
     return sorted(vocab, key=vocab.__getitem__)
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BadInputError(f"{path}: cannot read ({err})") from None
-    if not isinstance(data, dict):
-        raise BadInputError(f"{path}: not a JSON object")
-    return data

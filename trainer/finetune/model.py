@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.schemas.validate import loads
+from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.families import (
     FAMILIES,
@@ -76,10 +76,7 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
         tokenizer = Path(raw.get("tokenizer", ""))
     else:
         arch, _ = model_config(path, ModelConfig())
-        try:
-            hf = loads((src.path / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise BadInputError(f"{src.path / 'config.json'}: not readable JSON ({err})") from None
+        hf = read_json_object(src.path / "config.json")
         family, _ = transformers_family(hf, src.path)
         config = TrainConfig(model=arch, objectives=transformers_objectives(family, hf))
         model = build_model(config)
