@@ -307,13 +307,12 @@ def _fit_to_shards(
             f"objectives: mlm,{manifest.mode} ({data} holds {manifest.mode} pairs; "
             "--objective mlm trains MLM alone)"
         )
-    if "t5" in config.objectives and not quiet:
+    if "t5" in config.objectives:
         raw = manifest.max_seq_len - 2  # between the rows' [CLS] and [SEP]
         inputs, targets = corrupted_lengths(raw)
-        print(
+        say(
             f"t5: rows of {raw} tokens -> inputs of {inputs}, targets of {targets} "
-            "(T5's 512 and 114 come from shards built with --max-seq-len 570)",
-            file=sys.stderr,
+            "(T5's 512 and 114 come from shards built with --max-seq-len 570)"
         )
     return config
 
