@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from clozeworks.schemas.errors import BadInputError, SettingError, WriteError
+from clozeworks.schemas.sidecars import names_of
 from clozeworks.schemas.validate import loads
 
 
@@ -174,10 +175,11 @@ class OutputFS(ABC):
         """Replace `output`'s files matching `pattern` with the staged ones, then write
         `marker` (JSON) last and remove the staging directory. Returns the new paths.
 
-        The old marker goes first, so an interrupted commit leaves a directory that readers
-        refuse instead of a mix of old and new files that looks complete.
+        The old marker goes first (under its earlier name too), so an interrupted commit
+        leaves a directory that readers refuse instead of a mix of old and new files that
+        looks complete.
         """
-        self.delete([self.join(output, marker)])
+        self.delete([self.join(output, name) for name in names_of(marker)])
         self.delete(self.match(self.join(output, pattern)))
         staged = self.match(self.join(staging, pattern))
         targets = [self.join(output, p.rsplit("/", 1)[-1]) for p in staged]

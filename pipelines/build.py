@@ -1,7 +1,7 @@
 """`cloze build`: clean -> dedup -> vocab -> shard into ROOT/{clean,docs,tokenizer,shards}.
 
-A stage is skipped when its output is complete (its commit marker is there: stats.json,
-tokenizer.json, manifest.json) and was made from the same settings and the same upstream
+A stage is skipped when its output is complete (its commit marker is there: .stats.json,
+tokenizer.json, .manifest.json) and was made from the same settings and the same upstream
 output. What each stage was made from is recorded in ROOT/build.json when the stage
 finishes: its settings, a fingerprint of its input (the raw files' names, sizes and
 mtimes; or the upstream marker's sha256) and the sha256 of its own marker. A stage's
@@ -31,9 +31,9 @@ from clozeworks.pipelines.plumbing.options import pipeline_options
 from clozeworks.pipelines.read_raw import expand_inputs
 from clozeworks.pipelines.shard import ShardConfig, run_shard
 from clozeworks.pipelines.vocab import VocabRunConfig, run_vocab
-from clozeworks.schemas.documents import STATS_FILE
 from clozeworks.schemas.errors import BadInputError
-from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.sidecars import MANIFEST_FILE, STATS_FILE, locate
 
 BUILD_FILE = "build.json"
 BUILD_VERSION = 1
@@ -69,6 +69,12 @@ class BuildPaths:
             BEAM_FS.join(root, "tokenizer"),
             BEAM_FS.join(root, "shards"),
         )
+
+
+def _marker(directory: str, name: str) -> str:
+    """A stage's commit marker as written (a root built before has the earlier names, and
+    its stages stay current)."""
+    return locate(directory, name, BEAM_FS.exists, BEAM_FS.join)
 
 
 def _sha256(path: str) -> str | None:
@@ -175,22 +181,24 @@ def run_build(
 
         clean = _with_paths(CleanConfig, config.clean, inputs=config.inputs, output=paths.clean)
         clean_settings = _settings(clean, "output")
-        clean_marker = BEAM_FS.join(paths.clean, STATS_FILE)
+        clean_marker = _marker(paths.clean, STATS_FILE)
         raw = inputs_fingerprint(config.inputs)
         if stage("clean", clean_settings, raw, clean_marker):
             stats = run_clean(clean, beam_argv, progress)
+            clean_marker = _marker(paths.clean, STATS_FILE)
             record.finish("clean", clean_settings, raw, clean_marker)
             report(
                 f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
                 f"-> {paths.clean}"
             )
 
-        dedup = _with_paths(DedupConfig, config.dedup, input=paths.clean, output=paths.docs)
-        dedup_settings = _settings(dedup, "input", "output")
-        docs_marker = BEAM_FS.join(paths.docs, STATS_FILE)
+        dedup = _with_paths(DedupConfig, config.dedup, inputs=[paths.clean], output=paths.docs)
+        dedup_settings = _settings(dedup, "inputs", "output")
+        docs_marker = _marker(paths.docs, STATS_FILE)
         upstream = _sha256(clean_marker) or ""
         if stage("dedup", dedup_settings, upstream, docs_marker):
             stats = run_dedup(dedup, beam_argv, progress)
+            docs_marker = _marker(paths.docs, STATS_FILE)
             record.finish("dedup", dedup_settings, upstream, docs_marker)
             report(f"dedup: {stats['duplicates']} duplicates removed -> {paths.docs}")
 
@@ -218,10 +226,11 @@ def run_build(
             output=paths.shards,
         )
         shard_settings = _settings(shard, "input", "tokenizer", "output")
-        manifest_path = BEAM_FS.join(paths.shards, MANIFEST_FILE)
+        manifest_path = _marker(paths.shards, MANIFEST_FILE)
         upstream = f"{_sha256(docs_marker)}:{_sha256(tokenizer_marker)}"
         if stage("shard", shard_settings, upstream, manifest_path):
             manifest = run_shard(shard, beam_argv, progress)
+            manifest_path = _marker(paths.shards, MANIFEST_FILE)
             record.finish("shard", shard_settings, upstream, manifest_path)
             report(
                 f"shard: {manifest.sequences} sequences, {manifest.tokens} tokens in "

@@ -12,6 +12,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.outputs import check_apart
+from clozeworks.corpus.text.fields import FieldRule, parse_field_rules, parse_names
 from clozeworks.corpus.text.filters import (
     FILTERS,
     DocumentFilter,
@@ -36,15 +37,17 @@ from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
 from clozeworks.pipelines.read_raw import (
     INPUT_BYTES,
+    META_FOUND,
     ReadRawDocuments,
     named_inputs,
     skipped_inputs,
 )
 from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for, to_row
-from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
+from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX
 from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
+from clozeworks.schemas.sidecars import STATS_FILE
 from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
@@ -66,6 +69,23 @@ class CleanSettings:
     fmt: Format | None = setting(None, "record format (default: by extension)", flag="format")
     text_field: str = setting("text", "JSON field / Parquet column of the text")
     id_field: str | None = setting(None, "field holding a document id (default: path#line)")
+    # A corpus mixes sources that name their fields differently; one --text-field would
+    # drop every record of the others as missing_text.
+    fields: tuple[FieldRule, ...] = setting(
+        (),
+        "per-file text and id fields: rules 'PATTERN:text=FIELD,id=FIELD' separated by ';', "
+        "PATTERN matched against a file's path from its input's name (raw/web/*.jsonl); the "
+        "first match wins, other files take --text-field and --id-field",
+        parse=parse_field_rules,
+        metavar="RULES",
+    )
+    # Provenance and labels follow a document through dedup into the shards.
+    meta_fields: tuple[str, ...] = setting(
+        (),
+        "comma-separated JSON fields / Parquet columns kept in each document's meta",
+        parse=parse_names,
+        metavar="FIELDS",
+    )
     doc_sep: DocSep = setting("file", ".txt: a file or a blank-line block per document")
     normal_form: NormalForm = setting("NFC", "Unicode normal form", flag="normalize")
     filters: tuple[str, ...] = setting(
@@ -235,6 +255,8 @@ class Clean(beam.PTransform):
             config.doc_sep,
             config.max_record_bytes,
             config.chunk_bytes,
+            rules=config.fields,
+            meta_fields=config.meta_fields,
         )
         # Document rows that passed every filter, and (reason, document) that did not.
         cleaned = raw.documents | "Clean" >> CleanDocuments(
@@ -289,6 +311,11 @@ def run_clean(
             _ = p | "Clean" >> clean
         remove_shuffle(shuffle)
         counts = _zero_defaults(run.counters)
+        found = {
+            k.removeprefix(META_FOUND): counts.pop(k)
+            for k in list(counts)
+            if k.startswith(META_FOUND)
+        }
         missing = counts.get("dropped.missing_text", 0)
         if missing and missing == counts["documents_in"]:
             # Not a corpus with bad records: a field name that matches nothing.
@@ -309,6 +336,9 @@ def run_clean(
             "filters": {f.name: dataclasses.asdict(f) for f in filters},  # type: ignore[call-overload]
             "normal_form": config.normal_form,
             "fix_mojibake": config.fix_mojibake,
+            "fields": [rule.to_text() for rule in config.fields],
+            # Documents read that had each meta field (0: a name that matches nothing).
+            "meta_fields": {name: found.get(name, 0) for name in config.meta_fields},
             **counts,
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.

@@ -1,4 +1,4 @@
-"""`cloze dedup`: a document store -> the same store without duplicate documents.
+"""`cloze dedup`: document stores -> one store without duplicate documents.
 
 Exact copies and MinHash near-duplicates become edges of one graph; its connected
 components are the clusters (so A~B and B~C puts A, B and C together), and of each cluster
@@ -9,6 +9,9 @@ The pipeline: read documents -> edges (ExactEdges, CandidateEdges [-> VerifyPair
 ConnectedComponents -> ApplyClusters (a join by id) -> [LineDedup] -> write. If the
 unrolled star rounds did not finish the components (`cc.unsettled` > 0, rare: it takes very
 long chains), more rounds run on the saved edges and the documents are joined again.
+Several input stores are read as one; an id two of them share is kept once (the row whose
+(source, text, meta) sorts first, as clean does with `--id-field`), the others dropped as
+`duplicate_id`, since every later step keys on ids.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
 from clozeworks.pipelines.read_store import DOCUMENTS_READ, ReadDocuments, read_store_stats
+from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for
-from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX, STATS_FILE
+from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX
 from clozeworks.schemas.errors import ClozeError, SettingError
 from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
+from clozeworks.schemas.sidecars import STATS_FILE
 from clozeworks.schemas.stats import StoreStats
 
 CLUSTERS = pa.schema(
@@ -129,10 +134,10 @@ class DedupSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class DedupConfig(DedupSettings):
-    """The dedup settings, and where: the input and output stores, and where the clusters
-    go (if anywhere)."""
+    """The dedup settings, and where: the input stores, the output store, and where the
+    clusters go (if anywhere)."""
 
-    input: str
+    inputs: Sequence[str]
     output: str
     emit_clusters: str | None = None
 
@@ -369,6 +374,24 @@ def _edges(rows: Any, config: DedupConfig, settings: NearSettings, shuffle: Shuf
     return tuple(parts) | "AllEdges" >> beam.Flatten()
 
 
+class ReadStores(beam.PTransform):
+    """The rows of every input store, counted in; one row per id when there are several."""
+
+    def __init__(self, inputs: Sequence[str], shuffle: Shuffle) -> None:
+        super().__init__()
+        self.inputs, self.shuffle = list(inputs), shuffle
+
+    def expand(self, pbegin: Any) -> Any:
+        reads = [
+            pbegin | f"Read{i}" >> ReadDocuments(directory)
+            for i, directory in enumerate(self.inputs)
+        ]
+        rows = reads | "AllStores" >> beam.Flatten() | "CountIn" >> beam.Map(_count_in)
+        if len(reads) == 1:
+            return rows  # a store holds one document per id
+        return (rows | "UniqueIds" >> UniqueIds(self.shuffle, counted_out=False)).kept
+
+
 class Deduplicate(beam.PTransform):
     """The main dedup pipeline: edges, `rounds` star rounds (saved under `state`), apply,
     and the kept documents written as `parts` part files in `staging`."""
@@ -391,7 +414,7 @@ class Deduplicate(beam.PTransform):
 
     def expand(self, pbegin: Any) -> None:
         config, shuffle = self.config, self.shuffle
-        rows = pbegin | "Read" >> ReadDocuments(config.input) | "CountIn" >> beam.Map(_count_in)
+        rows = pbegin | "Read" >> ReadStores(config.inputs, shuffle)
         if self.rounds:
             edges = _edges(rows, config, self.settings, shuffle) | "Components" >> (
                 ConnectedComponents(self.rounds, shuffle)
@@ -440,9 +463,7 @@ class ApplySavedClusters(beam.PTransform):
         self.shuffle, self.parts = shuffle or Shuffle(), parts
 
     def expand(self, pbegin: Any) -> None:
-        rows = (
-            pbegin | "Read" >> ReadDocuments(self.config.input) | "CountIn" >> beam.Map(_count_in)
-        )
+        rows = pbegin | "Read" >> ReadStores(self.config.inputs, self.shuffle)
         edges = (
             pbegin
             | "ReadEdges" >> beam.io.ReadFromParquet(self.edges_glob)
@@ -477,16 +498,20 @@ def run_dedup(
     document store; a failed run leaves `output` as it was.
     """
     outputs = {"output": config.output, "emit_clusters": config.emit_clusters}
-    check_apart(outputs, {"input": [config.input]})
+    check_apart(outputs, {"input": list(config.inputs)})
+    if not config.inputs:
+        raise SettingError("inputs", "name at least one document store")
+    if len(set(config.inputs)) < len(config.inputs):
+        raise SettingError("inputs", "names a store twice")
     settings = config.near_settings()
     with StageRun(beam_argv, progress, "dedup") as run:
-        upstream = read_store_stats(config.input)
+        upstreams = [read_store_stats(directory) for directory in config.inputs]
         staging = run.stage(config.output)
         clusters = run.stage(config.emit_clusters) if config.emit_clusters else None
         state = BEAM_FS.join(staging, "_cc", "round")
-        text_bytes = upstream.bytes_out
+        text_bytes = sum(u.bytes_out for u in upstreams)
         bars = [
-            Bar(DOCUMENTS_READ, "read", upstream.documents_out or None),
+            Bar(DOCUMENTS_READ, "read", sum(u.documents_out for u in upstreams) or None),
             Bar(f"written.{DOCS_PREFIX}", "kept"),
         ]
         with run.progress(bars):
@@ -497,8 +522,8 @@ def run_dedup(
         duplicates = counters.get("duplicates", 0)
         stats = {
             "stage": "dedup",
-            "input": config.input,
-            **{k: v for k, v in asdict(config).items() if k not in ("input", "output")},
+            "inputs": list(config.inputs),
+            **{k: v for k, v in asdict(config).items() if k not in ("inputs", "output")},
             "near_settings": asdict(settings) if config.near else None,
             "cc_rounds_run": rounds,
             "documents_in": counters.get("documents_in", 0),
@@ -511,7 +536,12 @@ def run_dedup(
             "clusters": counters.get("clusters", 0),
             "largest_clusters": top,
             **counters,
-            "upstream": upstream.to_json(),
+            # One input's record nests as `upstream`; several as `upstreams`, in order.
+            **(
+                {"upstream": upstreams[0].to_json()}
+                if len(upstreams) == 1
+                else {"upstreams": [u.to_json() for u in upstreams]}
+            ),
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.
         stats = StoreStats.from_json(stats, f"{config.output}/{STATS_FILE}").to_json()

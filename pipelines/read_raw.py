@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import lzma
 import os
 import shutil
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 import zstandard
 from apache_beam.io.filesystems import FileSystems
 
+from clozeworks.corpus.text.fields import FieldRule
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
@@ -44,6 +46,8 @@ from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
+# Counter prefix: documents read that had a meta field (clean sums them into stats.json).
+META_FOUND = "meta_found."
 # Progress count (pipelines.progress): raw input bytes read.
 INPUT_BYTES = "input_bytes"
 
@@ -274,6 +278,9 @@ class _ReadRecords(FileSystemsDoFn):
                     yield beam.pvalue.TaggedOutput(REJECTED, record)
                 else:
                     self.bytes_in.inc(len(record.text.encode("utf-8")))
+                    if record.meta != "{}":
+                        for name in json.loads(record.meta):
+                            counter(META_FOUND + name).inc()
                     yield record
                 if i % 256 == 255 and self.tally.path and task.fmt != "parquet":
                     with contextlib.suppress(OSError, ValueError):
@@ -338,13 +345,17 @@ class ReadRawDocuments(beam.PTransform):
         doc_sep: str = "file",
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        rules: Sequence[FieldRule] = (),
+        meta_fields: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.files = list(files)
         self.fmt = fmt
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
-        self.options = ReadOptions(text_field, id_field, doc_sep, max_record_bytes)
+        self.options = ReadOptions(
+            text_field, id_field, doc_sep, max_record_bytes, tuple(rules), tuple(meta_fields)
+        )
 
     def expand(self, pbegin: Any) -> Any:
         tasks = (

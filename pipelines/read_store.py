@@ -1,4 +1,4 @@
-"""Reading document stores (the Parquet parts and stats.json that clean and dedup write)."""
+"""Reading document stores (the Parquet parts and .stats.json that clean and dedup write)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ from clozeworks.corpus.vocab.files import DIRECTORY_FILES, TOKENIZER_FILE
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
-from clozeworks.schemas.documents import (
-    DOCS_GLOB,
-    STATS_FILE,
-)
+from clozeworks.schemas.documents import DOCS_GLOB
 from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.sidecars import STATS_FILE, locate
 from clozeworks.schemas.stats import StoreStats
 
 # Progress count (pipelines.progress): store rows read.
@@ -30,7 +28,7 @@ def require_documents(directory: str) -> str:
     # On an object store a "directory" is a prefix with objects under it, never an object.
     if not BEAM_FS.is_directory(directory):
         raise BadInputError(f"{directory}: no such document directory")
-    if not BEAM_FS.exists(BEAM_FS.join(directory, STATS_FILE)):
+    if not BEAM_FS.exists(_stats_path(directory)):
         raise BadInputError(
             f"{directory}: no {STATS_FILE}, so this is not a finished document store "
             "(run `cloze clean` into it, or the run was interrupted)"
@@ -39,11 +37,15 @@ def require_documents(directory: str) -> str:
 
 
 def read_store_stats(directory: str) -> StoreStats:
-    """The stats.json of a finished document store; BadInputError if it is not one."""
+    """The .stats.json of a finished document store; BadInputError if it is not one."""
     require_documents(directory)
-    path = BEAM_FS.join(directory, STATS_FILE)
+    path = _stats_path(directory)
     with BEAM_FS.open(path) as f:
         return StoreStats.read(f.read(), path)
+
+
+def _stats_path(directory: str) -> str:
+    return locate(directory, STATS_FILE, BEAM_FS.exists, BEAM_FS.join)
 
 
 def store_totals(directory: str) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""`cloze shard`: a document store + a tokenizer -> WebDataset shards and `manifest.json`.
+"""`cloze shard`: a document store + a tokenizer -> WebDataset shards and `.manifest.json`.
 
 Plan (`plan_shards`: what the tokenizer and the store add to the settings), graph
 (`BuildShards`: Read -> MakeSequences -> DealToShards, a global shuffle that leaves shard
@@ -47,8 +47,9 @@ from clozeworks.pipelines.write_shards import (
     read_infos,
 )
 from clozeworks.schemas.errors import BadInputError
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.manifest import token_dtype_for as _dtype
+from clozeworks.schemas.sidecars import TOKENIZER_DIR, names_of
 from clozeworks.schemas.stats import StoreStats
 
 __all__ = ["BuildShards", "ShardConfig", "plan_shards", "run_shard"]
@@ -174,7 +175,8 @@ def _commit(
     """The tokenizer beside the shards, then the manifest, last."""
     info = plan.info
     tokenizer_dir = BEAM_FS.join(out, TOKENIZER_DIR)
-    BEAM_FS.remove_tree(tokenizer_dir)  # files of an earlier, different tokenizer must not linger
+    for name in names_of(TOKENIZER_DIR):  # an earlier, different tokenizer must not linger
+        BEAM_FS.remove_tree(BEAM_FS.join(out, name))
     _copy_tokenizer(info, tokenizer_dir)
     manifest = Manifest(
         mode=config.mode,

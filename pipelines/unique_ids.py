@@ -35,9 +35,10 @@ def _order(row: dict[str, str]) -> tuple[str, str, str]:
 
 
 class _KeepOne(beam.DoFn):
-    def __init__(self) -> None:
+    def __init__(self, counted_out: bool) -> None:
         self.dropped = counter(f"dropped.{REASON}")
-        # Counted as kept when they passed the filters; uncounted here.
+        # In clean, counted as kept when they passed the filters: uncounted here.
+        self.counted_out = counted_out
         self.kept = counter("documents_out")
         self.bytes_out = counter("bytes_out")
 
@@ -47,24 +48,28 @@ class _KeepOne(beam.DoFn):
         yield first
         for row in others:
             self.dropped.inc()
-            self.kept.dec()
-            self.bytes_out.dec(len(row["text"].encode("utf-8")))
+            if self.counted_out:
+                self.kept.dec()
+                self.bytes_out.dec(len(row["text"].encode("utf-8")))
             doc = RawDocument(row["id"], row["text"], row["source"], row["meta"])
             yield beam.pvalue.TaggedOutput(DROPPED, (REASON, doc))
 
 
 class UniqueIds(beam.PTransform):
     """Document rows -> one row per id (main, `kept`) and (reason, RawDocument) for the
-    others (tagged `dropped`)."""
+    others (tagged `dropped`). `counted_out`: the rows were counted in `documents_out`
+    already (clean counts what passed its filters), so a dropped one is taken off again."""
 
-    def __init__(self, shuffle: Shuffle) -> None:
+    def __init__(self, shuffle: Shuffle, counted_out: bool = True) -> None:
         super().__init__()
         self.shuffle = shuffle
+        self.counted_out = counted_out
 
     def expand(self, rows: Any) -> Any:
         return (
             rows
             | "KeyById" >> beam.Map(_by_id)
             | "GroupById" >> self.shuffle.group_by_key("ids", _ID, _ROW)
-            | "KeepOnePerId" >> beam.ParDo(_KeepOne()).with_outputs(DROPPED, main="kept")
+            | "KeepOnePerId"
+            >> beam.ParDo(_KeepOne(self.counted_out)).with_outputs(DROPPED, main="kept")
         )

@@ -3,17 +3,17 @@
 The contract between clozeworks' parts. Imports nothing from the rest of the project.
 """
 
-from clozeworks.schemas.documents import DOCUMENT, DOCUMENT_FIELDS, STATS_FILE
+from clozeworks.schemas.documents import DOCUMENT, DOCUMENT_FIELDS
 from clozeworks.schemas.errors import BadInputError, ClozeError, SchemaError, UsageError
 from clozeworks.schemas.kinds import MASK_KINDS, PAIR_MODES, SHARD_MODES
 from clozeworks.schemas.manifest import (
     FORMAT_VERSION,
-    MANIFEST_FILE,
     Manifest,
     ShardInfo,
     read_manifest,
 )
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.sidecars import MANIFEST_FILE, STATS_FILE, TOKENIZER_DIR
 from clozeworks.schemas.special_tokens import VOCAB_KINDS, SpecialTokens, special_tokens_for
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "PAIR_MODES",
     "SHARD_MODES",
     "STATS_FILE",
+    "TOKENIZER_DIR",
     "VOCAB_KINDS",
     "BadInputError",
     "ClozeError",

@@ -16,9 +16,8 @@ DOCUMENT = pa.schema(
 
 DOCUMENT_FIELDS = tuple(DOCUMENT.names)
 
-# File names inside a document directory. `stats.json` is written last: a directory
-# without it is an interrupted run, not a document store.
+# File names inside a document directory. `.stats.json` (schemas.sidecars) is written
+# last: a directory without it is an interrupted run, not a document store.
 DOCS_GLOB = "part-*.parquet"
 DOCS_PREFIX = "part"
 DOCS_SUFFIX = ".parquet"
-STATS_FILE = "stats.json"

@@ -15,13 +15,11 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError, SchemaError
 from clozeworks.schemas.kinds import PAIR_MODES, SHARD_MODES, ShardMode
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.sidecars import MANIFEST_FILE, local
 from clozeworks.schemas.validate import Fields
 
 FORMAT_NAME = "clozeworks.shards"
 FORMAT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
-# A copy of the tokenizer the shards were encoded with, so a shard set is self-contained.
-TOKENIZER_DIR = "tokenizer"
 
 TOKEN_DTYPES = ("uint16", "uint32")
 SPECIAL_ROLES = ("pad", "unk", "cls", "sep", "mask")
@@ -232,7 +230,7 @@ class Manifest:
 
 def read_manifest(directory: str | Path) -> Manifest:
     """The manifest of a local shard directory; BadInputError if it is not a dataset."""
-    path = Path(directory) / MANIFEST_FILE
+    path = local(directory, MANIFEST_FILE)
     if not Path(directory).is_dir():
         raise BadInputError(f"{directory}: no such shard directory")
     if not path.is_file():

@@ -38,6 +38,8 @@ class StoreStats:
     # Everything else the stage recorded (its settings, counters, clusters), as written.
     details: dict[str, Any] = field(default_factory=dict)
     upstream: StoreStats | None = None
+    # A dedup of several stores: each input's record, in order (`upstream` is then None).
+    upstreams: tuple[StoreStats, ...] = ()
     version: int = STORE_STATS_VERSION
 
     def __post_init__(self) -> None:
@@ -58,7 +60,14 @@ class StoreStats:
             out["duplicates"] = self.duplicates
         if self.upstream is not None:
             out["upstream"] = self.upstream.to_json()
+        if self.upstreams:
+            out["upstreams"] = [u.to_json() for u in self.upstreams]
         return out
+
+    @property
+    def inputs(self) -> tuple[StoreStats, ...]:
+        """The records of the stores this one was made from (none for clean's)."""
+        return (self.upstream,) if self.upstream is not None else self.upstreams
 
     @classmethod
     def from_json(cls, data: Any, source: str, depth: int = 0) -> StoreStats:
@@ -75,7 +84,10 @@ class StoreStats:
             if key.startswith(DROPPED)
         }
         upstream = data.get("upstream")
-        known = {"version", "stage", "duplicates", "upstream", *FIGURES}
+        several = data.get("upstreams", [])
+        if not isinstance(several, list) or (several and upstream is not None):
+            raise SchemaError(source, "upstreams", "must be a list, and only without upstream")
+        known = {"version", "stage", "duplicates", "upstream", "upstreams", *FIGURES}
         documents_out = f.get_int("documents_out", minimum=0)
         duplicates = f.get_int("duplicates", 0, minimum=0)
         # A store made by hand may say only what it holds.
@@ -96,6 +108,10 @@ class StoreStats:
                 upstream=None
                 if upstream is None
                 else cls.from_json(upstream, f"{source} (upstream)", depth + 1),
+                upstreams=tuple(
+                    cls.from_json(u, f"{source} (upstreams[{i}])", depth + 1)
+                    for i, u in enumerate(several)
+                ),
                 version=version,
             )
         except ValueError as err:

@@ -49,8 +49,8 @@ def one_line(capsys, code: int, argv: list[str], names: str) -> None:
 
 CASES = {
     # (what to copy, the file in it, the command reading it, what the message names)
-    "store stats.json, dedup": ("docs", "stats.json", ["dedup", "--input", "{}"], "stats.json"),
-    "store stats.json, inspect": ("docs", "stats.json", ["inspect", "{}"], "stats.json"),
+    "store stats.json, dedup": ("docs", ".stats.json", ["dedup", "--input", "{}"], ".stats.json"),
+    "store stats.json, inspect": ("docs", ".stats.json", ["inspect", "{}"], ".stats.json"),
     "vocab_stats.json, inspect": (
         "tokenizer", "vocab_stats.json", ["inspect", "{}"], "vocab_stats",
     ),
@@ -103,7 +103,7 @@ def test_a_deep_record_in_clean_is_counted(tmp_path) -> None:
         main(["clean", "--input", str(tmp_path / "raw.jsonl"), "--output", str(tmp_path / "d")])
         == 0
     )
-    stats = json.loads((tmp_path / "d" / "stats.json").read_text())
+    stats = json.loads((tmp_path / "d" / ".stats.json").read_text())
     assert stats["dropped.bad_json"] == 1 and stats["documents_out"] == 1
 
 

@@ -44,7 +44,7 @@ ALLOWED = {
 # asks about a family (objectives, presets, export, fine-tuning, the loop) sits above.
 TRAINER_LAYERS = [
     {"config", "batch_index", "checkpoint", "metrics", "nonfinite", "distributed"}
-    | {"preempt", "rundir", "fsdp"},
+    | {"preempt", "rundir", "fsdp", "precision", "tracking"},
     {"data"},
     {"models.hf", "models.bert"},
     {"heads"},

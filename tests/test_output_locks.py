@@ -89,7 +89,7 @@ def test_a_killed_runs_lock_is_taken_over(raw, tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"taking over the lock of `cloze clean` (PID {holder.pid} on " in done.stderr
     assert "no longer running" in done.stderr
-    assert not (out / LOCK_FILE).exists() and (out / "stats.json").is_file()
+    assert not (out / LOCK_FILE).exists() and (out / ".stats.json").is_file()
 
 
 def test_two_training_runs_into_one_directory(small_build, tmp_path) -> None:

@@ -15,23 +15,23 @@ from clozeworks.cli import main
 
 
 def empty_shard_list(d: Path) -> None:
-    manifest = json.loads((d / "manifest.json").read_text())
+    manifest = json.loads((d / ".manifest.json").read_text())
     manifest["shards"] = []
     manifest.pop("totals", None)
-    (d / "manifest.json").write_text(json.dumps(manifest))
+    (d / ".manifest.json").write_text(json.dumps(manifest))
 
 
 def tokenizer_without_vocabulary(d: Path) -> None:
     for name in ("tokenizer.json", "vocab.txt"):
-        (d / "tokenizer" / name).unlink()
+        (d / ".tokenizer" / name).unlink()
 
 
 def no_tokenizer(d: Path) -> None:
-    shutil.rmtree(d / "tokenizer")
+    shutil.rmtree(d / ".tokenizer")
 
 
 def truncated_tokenizer(d: Path) -> None:
-    path = d / "tokenizer" / "tokenizer.json"
+    path = d / ".tokenizer" / "tokenizer.json"
     path.write_bytes(path.read_bytes()[:200])
 
 

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 from clozeworks.trainer import fsdp, init_from
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
@@ -21,6 +22,9 @@ from clozeworks.trainer.families import build_model
 from clozeworks.trainer.models.bert import Encoder, LayerStack
 from clozeworks.trainer.objectives import check_objectives
 from clozeworks.trainer.rundir import CONFIG_FILE
+
+# A run directory is not a dataset: its copy of the tokenizer keeps the plain name.
+RUN_TOKENIZER_DIR = "tokenizer"
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def write_run_config(
     run.mkdir(parents=True, exist_ok=True)
     payload = {**config.to_dict(), "data": data}
     # The run keeps its own copy, so export works when the shards are remote or gone.
-    payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / TOKENIZER_DIR))
+    payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / RUN_TOKENIZER_DIR))
     (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 

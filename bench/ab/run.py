@@ -56,8 +56,10 @@ def digest(path: Path) -> str:
         records = [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
         losses = [{k: v for k, v in r.items() if k.endswith("loss")} for r in records]
         return hashlib.sha256(json.dumps(losses).encode()).hexdigest()
-    if (path / "manifest.json").is_file():
-        manifest = json.loads((path / "manifest.json").read_text())
+    # The manifest's name before and after sidecars took a leading dot (either version).
+    found = [path / n for n in (".manifest.json", "manifest.json") if (path / n).is_file()]
+    if found:
+        manifest = json.loads(found[0].read_text())
         return hashlib.sha256("".join(s["sha256"] for s in manifest["shards"]).encode()).hexdigest()
     if (path / "tokenizer.json").is_file():
         return hashlib.sha256((path / "tokenizer.json").read_bytes()).hexdigest()

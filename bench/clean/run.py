@@ -92,7 +92,7 @@ def main() -> None:
     cloze = [sys.executable, "-m", "clozeworks", "clean", "--input", str(raw), "--id-field", "id"]
     cloze += ["--output", str(work / "ours"), "--filters", args.filters]
     ours_s, ours_rss = run_child(cloze)
-    stats = json.loads((work / "ours" / "stats.json").read_text())
+    stats = json.loads((work / "ours" / ".stats.json").read_text())
     rows = [("clozeworks", ours_s, ours_rss, stats["documents_out"])]
     agreement = None
     if not args.ours_only:

@@ -13,7 +13,7 @@ word 5-gram sets (clozeworks' shingles: lower-cased `\\w+` words) is computed ex
 Reported per tool: recall by true-Jaccard band (a pair is found when at most one of its two
 documents is kept), the share of untouched documents (those without a planted copy)
 removed, and documents/s and MB/s over the dedup's wall time with its peak RSS (GNU time).
-Our documents are written straight to a document store (Parquet + stats.json) so no clean
+Our documents are written straight to a document store (Parquet + .stats.json) so no clean
 stage runs; datatrove reads the same documents as JSON lines, its four MinHash stages one
 task each, like ours on one worker.
 """

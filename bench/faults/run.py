@@ -89,7 +89,7 @@ def classify(case: Case, r: Result, where: Path) -> str:
         return "traceback"
     if case.skip_reason and r.code in (0, 1):
         if case.skip_in == "stats":
-            for stats in where.rglob("stats.json"):
+            for stats in where.rglob(".stats.json"):
                 if json.loads(stats.read_text()).get(case.skip_reason):
                     return "reported"
         elif case.skip_reason in r.err + r.out:
@@ -169,9 +169,9 @@ def shard_copy(d: Path) -> Path:
 
 def edit_manifest(d: Path, change: Callable[[dict], None]) -> Path:
     copy = shard_copy(d)
-    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = json.loads((copy / ".manifest.json").read_text())
     change(manifest)
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    (copy / ".manifest.json").write_text(json.dumps(manifest))
     return copy
 
 
@@ -208,11 +208,11 @@ def huge_npy_header(verb: str) -> Callable[[Cloze, Path], Result]:
 def _fix_manifest_checksum(copy: Path, shard: Path) -> None:
     import hashlib
 
-    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = json.loads((copy / ".manifest.json").read_text())
     for entry in manifest["shards"]:
         if entry["name"] == shard.name:
             entry["sha256"] = hashlib.sha256(shard.read_bytes()).hexdigest()
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    (copy / ".manifest.json").write_text(json.dumps(manifest))
 
 
 def run_copy(d: Path) -> Path:
@@ -290,9 +290,9 @@ def verify(change: Callable[[Path], None]) -> Callable[[Cloze, Path], Result]:
 
 
 def _totals_off(copy: Path) -> None:
-    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = json.loads((copy / ".manifest.json").read_text())
     manifest["totals"]["sequences"] += 1000
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    (copy / ".manifest.json").write_text(json.dumps(manifest))
 
 
 CASES = [
@@ -399,7 +399,7 @@ CASES = [
     Case(
         "10",
         "inspect --verify: tokenizer/ missing",
-        verify(lambda c: shutil.rmtree(c / "tokenizer")),
+        verify(lambda c: shutil.rmtree(c / ".tokenizer")),
         "BAD tokenizer/",
         "out",
     ),

@@ -42,8 +42,9 @@ from clozeworks.corpus.vocab.train import (
     save_tokenizer,
     train_tokenizer,
 )
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, read_manifest, token_dtype_for
+from clozeworks.schemas.manifest import Manifest, read_manifest, token_dtype_for
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 
 BLOCK = 512
 
@@ -176,7 +177,7 @@ def main() -> int:
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-inspect-"))
     out = root / "shards"
     try:
-        if not (out / "manifest.json").is_file():
+        if not (out / ".manifest.json").is_file():
             out.mkdir(parents=True, exist_ok=True)
             started = time.perf_counter()
             write_set(out, args)

@@ -31,7 +31,8 @@ import torch
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import VocabConfig, save_tokenizer, train_tokenizer
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
 
 BATCH = 64

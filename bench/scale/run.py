@@ -16,7 +16,7 @@ the largest size. MB/s is the corpus's text megabytes over wall seconds.
 With `--workers 1 2` each stage runs once per worker count (more than one worker is the
 DirectRunner's `--direct_num_workers N --direct_running_mode multi_processing`): the rows
 then give the speed-up over one worker and whether the output is byte-identical to the
-one-worker run (every file, stats.json included). Later stages read the one-worker output.
+one-worker run (every file, .stats.json included). Later stages read the one-worker output.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def make_corpus(work: Path, megabytes: float) -> tuple[Path, int, int]:
             if total >= target:
                 break
         copy += 1
-    (docs_dir / "stats.json").write_text(json.dumps({"documents_out": count, "bytes_out": total}))
+    (docs_dir / ".stats.json").write_text(json.dumps({"documents_out": count, "bytes_out": total}))
     return docs_dir, count, total
 
 
@@ -181,7 +181,7 @@ def cloze_shard(argv: list[str]) -> dict[str, float]:
         raise SystemExit(f"cloze {' '.join(argv)} failed")
     seconds = time.perf_counter() - start
     output = Path(argv[argv.index("--output") + 1])
-    manifest = json.loads((output / "manifest.json").read_text())
+    manifest = json.loads((output / ".manifest.json").read_text())
     return {"seconds": seconds, "sequences": manifest["totals"]["sequences"]}
 
 

@@ -66,7 +66,7 @@ def scale_store(root: Path, count: int) -> tuple[str, str]:
     rows = [{"id": f"doc-{i:09d}", "text": t, "source": "scale", "meta": "{}"} for i, t in
             enumerate(texts)]  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows, DOCUMENT), docs / "part-00000-of-00001.parquet")
-    (docs / "stats.json").write_text(json.dumps({"documents_out": len(rows)}))
+    (docs / ".stats.json").write_text(json.dumps({"documents_out": len(rows)}))
     tok = BertWordPieceTokenizer(lowercase=True)
     tok.train_from_iterator(texts, vocab_size=8000, show_progress=False)
     (root / "tokenizer").mkdir()

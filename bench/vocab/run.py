@@ -39,7 +39,7 @@ def build_corpus(work: Path) -> str:
     from clozeworks.pipelines.clean import CleanConfig, run_clean
 
     docs = work / "docs"
-    if (docs / "stats.json").is_file():
+    if (docs / ".stats.json").is_file():
         return str(docs)
     raw = work / "raw" / "docstrings.jsonl"
     raw.parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +65,7 @@ def replicate(docs: str, copies: int) -> str:
     if copies <= 1:
         return docs
     out = Path(f"{docs}-x{copies}")
-    if (out / "stats.json").is_file():
+    if (out / ".stats.json").is_file():
         return str(out)
     out.mkdir(exist_ok=True)
     table = pq.read_table(next(Path(docs).glob("*.parquet")))
@@ -73,7 +73,7 @@ def replicate(docs: str, copies: int) -> str:
         ids = pa.array([f"{i}#copy{k}" for i in table.column("id").to_pylist()])
         copy = table.set_column(table.schema.get_field_index("id"), "id", ids)
         pq.write_table(copy, out / f"part-{k:05d}-of-{copies:05d}.parquet")
-    shutil.copyfile(Path(docs) / "stats.json", out / "stats.json")
+    shutil.copyfile(Path(docs) / ".stats.json", out / ".stats.json")
     return str(out)
 
 

@@ -72,7 +72,9 @@ SECTIONS = ("clean", "dedup", "vocab", "shard")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p)
     p.add_argument("--config", type=Path, metavar="TOML", help="settings file (flags win)")
-    p.add_argument("--input", nargs="+", metavar="PATH", help="raw files, dirs or globs")
+    p.add_argument(
+        "--input", nargs="+", action="extend", metavar="PATH", help="raw files, dirs or globs"
+    )
     p.add_argument("--output", metavar="DIR", help="root of the build")
     p.add_argument("--force", action="store_true", default=None, help="rerun every stage")
     groups = {}

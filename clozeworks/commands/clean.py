@@ -33,7 +33,14 @@ BEAM = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p)
-    p.add_argument("--input", nargs="+", required=True, metavar="PATH", help="files, dirs or globs")
+    p.add_argument(
+        "--input",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="PATH",
+        help="files, dirs or globs",
+    )
     p.add_argument("--output", required=True, metavar="DIR", help="document store to write")
     p.add_argument("--rejects", metavar="DIR", help="also write dropped records with their reason")
     add_settings(p, CleanSettings)
@@ -106,7 +113,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     for reason, skipped in stats.get("skipped_files", {}).items():
         print(
             f"skipped {skipped['count']} input file(s) as {reason}, e.g. {skipped['first'][0]} "
-            "(counted in stats.json)",
+            "(counted in .stats.json)",
             file=sys.stderr,
         )
+    for name, count in stats.get("meta_fields", {}).items():
+        if not count:
+            print(f"--meta-fields: no record read had {name!r}", file=sys.stderr)
     return 0

@@ -26,7 +26,14 @@ BEAM = True
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p)
-    p.add_argument("--input", required=True, metavar="DIR", help="document store to read")
+    p.add_argument(
+        "--input",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="DIR",
+        help="document stores to read (several are deduplicated as one)",
+    )
     p.add_argument("--output", required=True, metavar="DIR", help="document store to write")
     p.add_argument("--emit-clusters", metavar="DIR", help="write (id, cluster) Parquet here")
     add_settings(p, DedupSettings)
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         verb = "takes" if len(ignored) == 1 else "take"
         raise UsageError(f"{', '.join(ignored)} {verb} effect only with --near")
     config = DedupConfig(
-        input=args.input,
+        inputs=args.input,
         output=args.output,
         emit_clusters=args.emit_clusters,
         **settings_from(args, DedupSettings),

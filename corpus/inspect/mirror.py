@@ -6,11 +6,12 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from clozeworks.corpus.shards.cache import RETRIES, ShardCache, read_remote
+from clozeworks.corpus.shards.cache import RETRIES, ShardCache, read_first, read_remote
 from clozeworks.corpus.shards.reader import ShardSpec
 from clozeworks.corpus.vocab.files import DIRECTORY_FILES
 from clozeworks.schemas.errors import BadInputError, SchemaError
-from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.sidecars import MANIFEST_FILE, TOKENIZER_DIR, names_of
 
 
 def mirror(location: str, root: Path | None = None, progress: Any = None) -> Path:
@@ -18,9 +19,11 @@ def mirror(location: str, root: Path | None = None, progress: Any = None) -> Pat
     cache folder and return the folder, a shard directory that local tools can read.
     Every shard is fetched, whatever the cache's limit (a reader needs all of them)."""
     base = location.rstrip("/")
+    manifests = [f"{base}/{name}" for name in names_of(MANIFEST_FILE)]
     try:
-        text = read_remote(f"{base}/{MANIFEST_FILE}").decode("utf-8")
-        manifest = Manifest.from_json(text, source=f"{base}/{MANIFEST_FILE}")
+        data, era = read_first(manifests)
+        text = data.decode("utf-8")
+        manifest = Manifest.from_json(text, source=manifests[era])
     except (OSError, UnicodeDecodeError, SchemaError) as err:
         raise BadInputError(f"{base}: no readable {MANIFEST_FILE} ({err})") from None
     cache = ShardCache.for_source(base, root, limit=1 << 62)
@@ -28,7 +31,7 @@ def mirror(location: str, root: Path | None = None, progress: Any = None) -> Pat
     for name in DIRECTORY_FILES:
         with contextlib.suppress(OSError):
             tries = RETRIES if name == "tokenizer.json" else 0  # the others are optional
-            data = read_remote(f"{base}/{TOKENIZER_DIR}/{name}", retries=tries)
+            data = read_remote(f"{base}/{names_of(TOKENIZER_DIR)[era]}/{name}", retries=tries)
             cache.keep_file(f"{TOKENIZER_DIR}/{name}", data)
     for info in manifest.shards:
         spec = ShardSpec.from_manifest(manifest, info)

@@ -19,11 +19,11 @@ from clozeworks.corpus.vocab.train import TOKENIZER_FILE, TokenizerInfo, load_to
 from clozeworks.schemas.errors import BadInputError, ClozeError
 from clozeworks.schemas.kinds import PAIR_MODES
 from clozeworks.schemas.manifest import (
-    TOKENIZER_DIR,
     Manifest,
     ShardInfo,
     read_manifest,
 )
+from clozeworks.schemas.sidecars import TOKENIZER_DIR, local
 
 # Sentence-pair label names by mode, in label order (docs/design.md, block members).
 LABEL_NAMES = {
@@ -244,11 +244,11 @@ def _tokenizer_copy(
     warnings: list[str],
 ) -> TokenizerInfo | None:
     """The shard set's tokenizer copy, for token strings; None (with a warning) if unusable."""
-    where = directory / TOKENIZER_DIR
+    where = local(directory, TOKENIZER_DIR)
     if not (where / TOKENIZER_FILE).is_file():
-        message = f"no {TOKENIZER_DIR}/{TOKENIZER_FILE}: the set cannot be decoded or exported"
+        message = f"no {where.name}/{TOKENIZER_FILE}: the set cannot be decoded or exported"
         if verify:  # a shard set is published with its tokenizer
-            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": message})
+            problems.append({"shard": f"{where.name}/", "problem": message})
         else:
             warnings.append(f"{message}; tokens are shown as ids")
         return None
@@ -257,18 +257,18 @@ def _tokenizer_copy(
     except ClozeError as err:
         # A damaged copy fails `train` (which takes it into the run) and `export` later.
         if verify:
-            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": str(err)})
+            problems.append({"shard": f"{where.name}/", "problem": str(err)})
         warnings.append(f"{err}; tokens are shown as ids")
         return None
     if info.sha256 != manifest.tokenizer_sha256:
         message = f"{TOKENIZER_FILE}'s sha256 differs from the manifest's tokenizer fingerprint"
         if verify:
-            problems.append({"shard": f"{TOKENIZER_DIR}/", "problem": message})
+            problems.append({"shard": f"{where.name}/", "problem": message})
         else:
-            warnings.append(f"{TOKENIZER_DIR}/: {message}")
+            warnings.append(f"{where.name}/: {message}")
     if info.vocab_size != manifest.vocab_size:
         warnings.append(
-            f"{TOKENIZER_DIR}/ has {info.vocab_size} tokens, manifest says {manifest.vocab_size}"
+            f"{where.name}/ has {info.vocab_size} tokens, manifest says {manifest.vocab_size}"
         )
     return info
 
@@ -279,7 +279,7 @@ def decode_examples(directory: Path, count: int) -> list[dict[str, Any]]:
     every prediction (position, what the input holds, the original token).
     BadInputError if the shard set has no tokenizer copy to decode with."""
     manifest = read_manifest(directory)
-    where = directory / TOKENIZER_DIR
+    where = local(directory, TOKENIZER_DIR)
     if not (where / TOKENIZER_FILE).is_file():
         raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
     info = load_tokenizer(where)

@@ -19,9 +19,9 @@ from clozeworks.corpus.inspect.stats import Histogram, log2_edges
 from clozeworks.corpus.locks import LOCK_FILE, read_holder
 from clozeworks.corpus.outputs import LOCAL
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer, word_start_table
-from clozeworks.schemas.documents import DOCS_GLOB, STATS_FILE
+from clozeworks.schemas.documents import DOCS_GLOB
 from clozeworks.schemas.errors import BadInputError
-from clozeworks.schemas.manifest import MANIFEST_FILE
+from clozeworks.schemas.sidecars import MANIFEST_FILE, STATS_FILE, local
 from clozeworks.schemas.validate import loads
 
 KINDS = ("shards", "docs", "tokenizer", "run", "transformers")
@@ -47,9 +47,9 @@ def detect_kind(path: Path) -> str:
             return "finetuned"
         if (path / "multitask.json").is_file():
             return "multitask"
-        if (path / MANIFEST_FILE).is_file() or list(path.glob("shard-*.tar")):
+        if local(path, MANIFEST_FILE).is_file() or list(path.glob("shard-*.tar")):
             return "shards"
-        if (path / STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
+        if local(path, STATS_FILE).is_file() or list(path.glob(DOCS_GLOB)):
             return "docs"
         if (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES):
             return "transformers"
@@ -115,7 +115,7 @@ def docs_summary(directory: Path) -> dict[str, Any]:
     A part file that cannot be read, or a document count that disagrees with
     `stats.json`'s `documents_out`, is listed in `problems` ({"file", "problem"}).
     """
-    stats_path = directory / STATS_FILE
+    stats_path = local(directory, STATS_FILE)
     stats = _read_stats(stats_path)
     files = sorted(directory.glob(DOCS_GLOB))
     chars, utf8 = Histogram(), Histogram()
@@ -139,7 +139,7 @@ def docs_summary(directory: Path) -> dict[str, Any]:
     if isinstance(expected, int) and not problems and expected != documents:
         problems.append(
             {
-                "file": STATS_FILE,
+                "file": stats_path.name,
                 "problem": f"says {expected} documents, the files hold {documents}",
             }
         )
@@ -220,11 +220,14 @@ def _read_stats(path: Path) -> dict[str, Any] | None:
 
 
 def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """This stage's figures, then its upstream's (dedup's stats.json nests clean's)."""
-    chain = []
-    seen = 0
-    while isinstance(stats, dict) and seen < 16:
-        seen += 1
+    """This stage's figures, then its upstreams' (dedup's stats.json nests clean's, or
+    several cleans' in order under `upstreams`)."""
+    chain: list[dict[str, Any]] = []
+    todo: list[Any] = [stats]
+    while todo and len(chain) < 64:
+        stats = todo.pop(0)
+        if not isinstance(stats, dict):
+            continue
         chain.append(
             {
                 "stage": stats.get("stage"),
@@ -244,7 +247,8 @@ def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
                 },
             }
         )
-        stats = stats.get("upstream")
+        several = stats.get("upstreams")
+        todo += several if isinstance(several, list) else [stats.get("upstream")]
     return chain
 
 

@@ -26,7 +26,8 @@ import numpy as np
 from clozeworks.corpus.outputs import LOCAL, OutputFS
 from clozeworks.corpus.shards.npy import load_npy
 from clozeworks.schemas.errors import ClozeError
-from clozeworks.schemas.manifest import MANIFEST_FILE, Manifest, ShardInfo, block_key, shard_name
+from clozeworks.schemas.manifest import Manifest, ShardInfo, block_key, shard_name
+from clozeworks.schemas.sidecars import MANIFEST_FILE, names_of
 
 _SHARD_FILE = re.compile(r"^shard-\d{6}\.tar$")
 
@@ -390,7 +391,7 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
 
 
 def write_manifest(directory: str | Path, manifest: Manifest, fs: OutputFS = LOCAL) -> str:
-    """Write manifest.json atomically; call it after every shard is in place."""
+    """Write .manifest.json atomically; call it after every shard is in place."""
     path = fs.join(str(directory), MANIFEST_FILE)
     fs.write_atomic(path, manifest.to_json().encode("utf-8"))
     return path
@@ -399,12 +400,13 @@ def write_manifest(directory: str | Path, manifest: Manifest, fs: OutputFS = LOC
 def prepare_output_dir(directory: str | Path, fs: OutputFS = LOCAL) -> str:
     """Make `directory` ready for a fresh shard set.
 
-    The old manifest goes first, so an interrupted rerun never leaves a manifest that
-    describes shards being replaced; then old shards and temporary files go.
+    The old manifest goes first (under either name: a set written before had a plain
+    `manifest.json`), so an interrupted rerun never leaves a manifest that describes shards
+    being replaced; then old shards and temporary files go.
     """
     out = str(directory)
     fs.mkdirs(out)
-    fs.delete([fs.join(out, MANIFEST_FILE)])
+    fs.delete([fs.join(out, name) for name in names_of(MANIFEST_FILE)])
     old = [
         fs.join(out, name)
         for name in fs.listdir(out)

@@ -3,7 +3,7 @@
 As mosaicml streaming does, a remote shard (`https://`, `s3://`, `gs://`, ... or a `pipe:`
 command) is downloaded whole into a cache directory before it is read, so later epochs
 and resumed runs read it from disk. Each source has its own folder in the cache root,
-laid out as a shard directory (manifest.json, tokenizer/, shard-NNNNNN.tar), so `cloze
+laid out as a shard directory (.manifest.json, .tokenizer/, shard-NNNNNN.tar), so `cloze
 inspect` can read a mirrored set like a local one. A download is checked against the
 manifest's size and sha256 while it is written (to a temporary name, renamed when whole),
 so a file in the cache is always a complete, correct shard.
@@ -22,12 +22,14 @@ import contextlib
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.reader import ShardSpec, is_local, open_url, read_url
+from clozeworks.schemas.sidecars import MANIFEST_FILE
 
 RETRIES = 4
 _CHUNK = 1 << 20
@@ -66,7 +68,7 @@ class ShardCache:
         """Record the source's manifest; a different one (the set was rebuilt) empties the
         folder first, so no shard of the old set is ever read for the new one."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / "manifest.json"
+        path = self.directory / MANIFEST_FILE
         with contextlib.suppress(OSError):
             if path.read_text(encoding="utf-8") == text:
                 return
@@ -185,6 +187,18 @@ def read_remote(url: str, retries: int = RETRIES) -> bytes:
 def read_any(url: str, retries: int = RETRIES) -> bytes:
     """A small file from a local path, or from a URL or pipe retried like `read_remote`."""
     return read_url(url) if is_local(url) else read_remote(url, retries)
+
+
+def read_first(urls: Sequence[str], retries: int = RETRIES) -> tuple[bytes, int]:
+    """The first of `urls` that can be read (a sidecar under its current name, then under
+    its earlier one) and its index. When none can, the first is retried as `read_any` does
+    and its error raised, so a passing fault is not taken for an old layout."""
+    for index, url in enumerate(urls):
+        try:
+            return read_any(url, retries=0), index
+        except OSError:
+            continue
+    return read_any(urls[0], retries), 0
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from clozeworks.corpus.shards.blocks import Block, iter_blocks
-from clozeworks.schemas.manifest import MANIFEST_FILE, read_manifest
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.schemas.sidecars import MANIFEST_FILE, local
 
 
 def sequences(source: str | Path) -> Iterator[dict[str, Any]]:
-    """Every sequence of a shard set (a directory with manifest.json, shards in the
+    """Every sequence of a shard set (a directory with .manifest.json, shards in the
     manifest's order) or of one shard file, as a dict:
 
     - `input_ids`: the token ids, `[CLS]` first;
@@ -36,7 +37,7 @@ def sequences(source: str | Path) -> Iterator[dict[str, Any]]:
     ShardFormatError names the shard and the place when one is damaged.
     """
     path = Path(source)
-    if path.is_dir() and (path / MANIFEST_FILE).is_file():
+    if path.is_dir() and local(path, MANIFEST_FILE).is_file():
         files = [path / shard.name for shard in read_manifest(path).shards]
     else:
         files = [path]

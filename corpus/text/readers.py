@@ -29,6 +29,7 @@ from typing import IO, Any, Literal, cast, get_args
 
 import zstandard
 
+from clozeworks.corpus.text.fields import FieldRule, meta_of, rule_for
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
@@ -72,6 +73,22 @@ class ReadOptions:
     id_field: str | None = None
     doc_sep: str = "file"
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+    # Text and id fields of the files whose source matches (corpus.text.fields).
+    rules: tuple[FieldRule, ...] = ()
+    # Fields kept in each document's `meta` (JSON and Parquet inputs).
+    meta_fields: tuple[str, ...] = ()
+
+    def for_source(self, source: str) -> ReadOptions:
+        """These options with the text and id fields of the first rule `source` matches."""
+        rule = rule_for(self.rules, source)
+        if rule is None:
+            return self
+        return replace(
+            self,
+            text_field=rule.text or self.text_field,
+            id_field=rule.id or self.id_field,
+            rules=(),
+        )
 
 
 @dataclass(frozen=True)
@@ -227,6 +244,7 @@ def read_task(
     if task.base is None:
         raise ValueError(f"{task.path}: range {task.start} has not been numbered")
     source = task.name or task.path
+    options = options.for_source(source)
     if task.fmt == "jsonl":
         return read_jsonl(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "txt" and options.doc_sep == "blank":
@@ -313,7 +331,7 @@ def _sample(raw: bytes) -> str:
 
 
 def _document(
-    value: Any, source: str, position: int, record_id: Any, raw: bytes = b""
+    value: Any, source: str, position: int, record_id: Any, raw: bytes = b"", meta: str = "{}"
 ) -> RawDocument | Rejected:
     if value is None:
         return Rejected("missing_text", source, position, sample=_sample(raw))
@@ -331,7 +349,7 @@ def _document(
     ):
         return Rejected("bad_id", source, position, type(record_id).__name__, _sample(raw))
     doc_id = make_id(source, position) if record_id is None else str(record_id)
-    return RawDocument(doc_id, value, source)
+    return RawDocument(doc_id, value, source, meta)
 
 
 def _lone_surrogate(doc: RawDocument | Rejected) -> bool:
@@ -401,7 +419,8 @@ def read_jsonl(
             continue
         with_text += 1
         record_id = record.get(options.id_field) if options.id_field else None
-        doc = _document(record[options.text_field], source, lineno, record_id, raw)
+        meta = meta_of(record, options.meta_fields) if options.meta_fields else "{}"
+        doc = _document(record[options.text_field], source, lineno, record_id, raw, meta)
         # Only a JSON escape ("\ud800") can make a lone surrogate: valid JSON, not text.
         # Decoded UTF-8 (txt, Parquet) never holds one, so only such lines are encoded.
         if b"\\u" in raw and _lone_surrogate(doc):
@@ -412,7 +431,8 @@ def read_jsonl(
         shown = ", ".join(sorted(fields)[:MAX_FIELDS_SHOWN]) or "none"
         raise BadInputError(
             f"{where}: none of the {objects} records has a text field {options.text_field!r} "
-            f"(their fields: {shown}); set --text-field to the field that holds the text"
+            f"(their fields: {shown}); set --text-field to the field that holds the text, "
+            f"or --fields '{source}:text=FIELD' for this file alone"
         )
 
 
@@ -520,18 +540,23 @@ def read_parquet(
             raise BadInputError(f"{source}: column {field!r} holds {kind}, not single values")
     stop = pf.num_row_groups if end is None else end
     columns = [options.text_field] + ([options.id_field] if options.id_field else [])
+    # Meta columns the file has, each read once (a meta field may be the id or the text).
+    meta_columns = [f for f in options.meta_fields if f in names]
+    columns += [f for f in meta_columns if f not in columns]
     position = base
     if start >= stop:
         return
     for batch in pf.iter_batches(batch_size=256, row_groups=range(start, stop), columns=columns):
         texts = _values(batch.column(options.text_field))
         ids = _values(batch.column(options.id_field)) if options.id_field else None
+        metas = {f: _values(batch.column(f)) for f in meta_columns}
         for i, text in enumerate(texts):
             position += 1
             if isinstance(text, str | bytes) and _exceeds(text, options.max_record_bytes):
                 yield _too_long(source, position, options.max_record_bytes)
                 continue
-            yield _document(text, source, position, None if ids is None else ids[i])
+            meta = meta_of({f: v[i] for f, v in metas.items()}, meta_columns) if metas else "{}"
+            yield _document(text, source, position, None if ids is None else ids[i], meta=meta)
 
 
 def _values(column: Any) -> list[Any]:

@@ -60,7 +60,7 @@ def test_shard_dir_without_manifest_is_refused(tmp_path, capsys, verb) -> None:
         else ["inspect", str(tmp_path)]
     )
     assert main(args) == 2
-    assert "no manifest.json" in one_error_line(capsys)
+    assert "no .manifest.json" in one_error_line(capsys)
 
 
 def test_unknown_flag_on_a_non_beam_verb_is_bad_usage(tmp_path, capsys) -> None:
@@ -79,7 +79,7 @@ def test_export_of_a_directory_that_is_not_a_run_says_so(tmp_path, capsys) -> No
 def test_bad_docs_dir_for_dedup(tmp_path, capsys) -> None:
     (tmp_path / "docs").mkdir()
     assert main(["dedup", "--input", str(tmp_path / "docs"), "--output", str(tmp_path / "o")]) == 2
-    assert "no stats.json" in one_error_line(capsys)
+    assert "no .stats.json" in one_error_line(capsys)
 
 
 def test_demo_runs_the_whole_chain(tmp_path, capsys) -> None:
@@ -102,7 +102,7 @@ def test_demo_runs_the_whole_chain(tmp_path, capsys) -> None:
     assert code == 0
     printed = capsys.readouterr().out
     assert "MLM loss: first" in printed and "verified: every checksum" in printed
-    manifest = json.loads((out / "shards" / "manifest.json").read_text())
+    manifest = json.loads((out / "shards" / ".manifest.json").read_text())
     urls = [str(out / "shards" / s["name"]) for s in manifest["shards"]]
     blocks = list(wds.WebDataset(urls, shardshuffle=False).decode())
     assert sum(len(b["offsets.npy"]) - 1 for b in blocks) == manifest["totals"]["sequences"]
@@ -119,7 +119,7 @@ def test_demo_output_does_not_depend_on_where_it_is_written(tmp_path, capsys) ->
         args = ["demo", "--output", str(out), "--limit-docs", "300", "--steps", "2"]
         assert main([*args, "--vocab-size", "1200", "--no-probe", "--no-progress"]) == 0
     capsys.readouterr()
-    a, b = (json.loads((o / "shards" / "manifest.json").read_text()) for o in outs)
+    a, b = (json.loads((o / "shards" / ".manifest.json").read_text()) for o in outs)
     assert a["tokenizer_sha256"] == b["tokenizer_sha256"]
     assert [s["sha256"] for s in a["shards"]] == [s["sha256"] for s in b["shards"]]
 
@@ -222,7 +222,7 @@ def test_beam_flags_still_reach_beam(tmp_path, capsys) -> None:
     out = tmp_path / "docs"
     args = ["clean", "--input", str(raw), "--output", str(out)]
     assert main([*args, "--runner", "DirectRunner", "--direct_num_workers=1"]) == 0
-    assert (out / "stats.json").exists()
+    assert (out / ".stats.json").exists()
 
 
 def test_inspect_into_a_closed_pipe_is_quiet(shards_dir) -> None:

@@ -34,7 +34,7 @@ def test_premasked_sop_shards_from_the_command_line(small_build, tmp_path, capsy
     flags = ["--mode", "sop", "--max-seq-len", "128", "--premask", "ngram", "--num-shards", "3"]
     assert main([*argv, *flags]) == 0
     assert "3 shards" in capsys.readouterr().out
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / ".manifest.json").read_text())
     assert manifest["mode"] == "sop" and manifest["premask"]["kind"] == "ngram"
     assert manifest["premask"]["max_predictions"] == 19  # round(0.15 x 128)
     assert manifest["settings"]["sentence_splitter"] == "sentencex"

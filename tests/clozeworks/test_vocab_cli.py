@@ -74,11 +74,11 @@ def test_shard_takes_a_plain_bert_vocab_txt(small_build, tmp_path) -> None:
     out = tmp_path / "shards"
     argv = ["shard", "--input", paths.docs, "--tokenizer", str(vocab_txt), "--output", str(out)]
     assert main([*argv, "--max-seq-len", "64", "--sequences-per-shard", "300"]) == 0
-    again = json.loads((out / "manifest.json").read_text())
+    again = json.loads((out / ".manifest.json").read_text())
     assert [s["sha256"] for s in again["shards"]] == [s.sha256 for s in manifest.shards]
-    copied = out / "tokenizer" / "tokenizer.json"
+    copied = out / ".tokenizer" / "tokenizer.json"
     assert again["tokenizer_sha256"] == hashlib.sha256(copied.read_bytes()).hexdigest()
-    hf = AutoTokenizer.from_pretrained(str(out / "tokenizer"))
+    hf = AutoTokenizer.from_pretrained(str(out / ".tokenizer"))
     theirs = AutoTokenizer.from_pretrained(paths.tokenizer)
     text = "Return the lowest index in S where substring sub is found."
     assert hf(text)["input_ids"] == theirs(text)["input_ids"]

@@ -41,7 +41,7 @@ def test_stages_rerun_only_when_their_settings_or_input_change(tmp_path) -> None
         shard=ShardSettings(max_seq_len=64),
     )
     assert _run(config) == ["clean", "dedup", "vocab", "shard"]
-    manifest = root / "shards" / "manifest.json"
+    manifest = root / "shards" / ".manifest.json"
     before = manifest.read_bytes()
     assert _run(config) == ["clean skipped", "dedup skipped", "vocab skipped", "shard skipped"]
     assert manifest.read_bytes() == before
@@ -69,7 +69,7 @@ def test_toml_config_and_flags(tmp_path, capsys) -> None:
     )
     # the flag wins over the file
     assert main(["build", "--config", str(toml), "--mode", "nsp"]) == 0
-    manifest = json.loads((tmp_path / "work" / "shards" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "work" / "shards" / ".manifest.json").read_text())
     assert manifest["mode"] == "nsp" and manifest["max_seq_len"] == 64
     assert manifest["premask"]["kind"] == "token" and manifest["vocab_size"] <= 900
     capsys.readouterr()

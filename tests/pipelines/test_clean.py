@@ -96,7 +96,7 @@ def test_run_clean_accounts_for_every_record_and_keeps_rejects(tmp_path) -> None
         ("raw/a.jsonl#1", "first document here"),
         ("raw/b.jsonl#1", "second document"),
     ]
-    assert json.loads((tmp_path / "docs" / "stats.json").read_text())["documents_out"] == 2
+    assert json.loads((tmp_path / "docs" / ".stats.json").read_text())["documents_out"] == 2
     assert not list((tmp_path / "docs").glob(".staging-*"))
     rejects = []
     for part in sorted((tmp_path / "rejects").glob("rejects-*.jsonl.gz")):
@@ -228,7 +228,7 @@ def test_a_truncated_compressed_file_is_an_error_never_a_short_read(
     code = main(["clean", "--input", str(broken), "--output", str(tmp_path / "docs")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and f"broken.jsonl.{suffix}: cannot read" in err and "\n" not in err
-    assert not (tmp_path / "docs" / "stats.json").exists()
+    assert not (tmp_path / "docs" / ".stats.json").exists()
 
 
 @pytest.mark.parametrize("suffix", sorted(COMPRESSORS))
@@ -244,7 +244,7 @@ def test_an_empty_compressed_file_is_an_error_naming_it(tmp_path, capsys, suffix
     assert err.endswith(
         f"empty.jsonl.{suffix}: empty compressed file (zero bytes; not even a header)"
     )
-    assert not (tmp_path / "docs" / "stats.json").exists()
+    assert not (tmp_path / "docs" / ".stats.json").exists()
 
 
 def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path, capsys) -> None:
@@ -292,12 +292,12 @@ def test_a_text_field_that_matches_no_record_is_an_error_not_an_empty_store(
     code = main(["clean", "--input", str(raw), "--output", str(out), "--text-field", "text"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "none of the 50 records has a text field 'text'" in err
-    assert not (out / "stats.json").exists() and not list(out.glob(".staging-*"))
+    assert not (out / ".stats.json").exists() and not list(out.glob(".staging-*"))
     # One record with the field is a corpus with 49 bad records: counted, not fatal.
     with raw.open("a") as f:
         f.write(json.dumps({"text": "one real document here"}) + "\n")
     assert main(["clean", "--input", str(raw), "--output", str(out)]) == 0
-    assert json.loads((out / "stats.json").read_text())["dropped.missing_text"] == 50
+    assert json.loads((out / ".stats.json").read_text())["dropped.missing_text"] == 50
 
 
 def test_bad_files_are_one_line_errors_naming_them(tmp_path, capsys) -> None:
@@ -309,7 +309,7 @@ def test_bad_files_are_one_line_errors_naming_them(tmp_path, capsys) -> None:
     code = main(["clean", "--input", str(broken), "--output", str(tmp_path / "docs")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "broken.jsonl.gz: cannot read" in err and "\n" not in err
-    assert not (tmp_path / "docs" / "stats.json").exists()
+    assert not (tmp_path / "docs" / ".stats.json").exists()
     assert not list((tmp_path / "docs").glob(".staging-*"))
     with pytest.raises(UsageError, match="unknown filter"):
         run_clean(CleanConfig(inputs=[str(broken)], output=str(tmp_path / "o"), filters=["c5"]))
@@ -331,7 +331,7 @@ def test_cli_filter_flags_reach_the_filters(tmp_path, capsys) -> None:
         ]
     )
     assert code == 0
-    stats = json.loads((tmp_path / "docs" / "stats.json").read_text())
+    stats = json.loads((tmp_path / "docs" / ".stats.json").read_text())
     assert stats["filters"]["length"]["min_chars"] == 8
     assert dropped(stats) == {"dropped.length.too_short": 1}
 
@@ -343,7 +343,7 @@ def test_a_dangling_symlink_is_counted_by_reason(tmp_path, capsys) -> None:
     (raw / "sub").mkdir()
     (raw / "sub" / "gone.txt").symlink_to("nowhere")
     assert main(["clean", "--input", str(raw), "--output", str(tmp_path / "docs")]) == 0
-    stats = json.loads((tmp_path / "docs" / "stats.json").read_text())
+    stats = json.loads((tmp_path / "docs" / ".stats.json").read_text())
     first = [str(raw / "gone.jsonl"), str(raw / "sub" / "gone.txt")]
     assert stats["skipped_files"] == {"dangling_symlink": {"count": 2, "first": first}}
     assert stats["files"] == 1 and stats["documents_out"] == 1
@@ -352,7 +352,7 @@ def test_a_dangling_symlink_is_counted_by_reason(tmp_path, capsys) -> None:
     # Nothing to skip: an empty record, so a reader need not ask whether the key exists.
     clean = ["clean", "--input", str(raw / "a.jsonl"), "--output", str(tmp_path / "docs2")]
     assert main(clean) == 0
-    assert json.loads((tmp_path / "docs2" / "stats.json").read_text())["skipped_files"] == {}
+    assert json.loads((tmp_path / "docs2" / ".stats.json").read_text())["skipped_files"] == {}
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file, whatever its mode")
@@ -383,6 +383,7 @@ def test_a_file_without_the_text_field_among_others_is_named_not_dropped(tmp_pat
     err = capsys.readouterr().err.strip()
     assert err == (
         "cloze clean: error: raw/other.jsonl: none of the 4 records has a text field 'text' "
-        "(their fields: content, id); set --text-field to the field that holds the text"
+        "(their fields: content, id); set --text-field to the field that holds the text, "
+        "or --fields 'raw/other.jsonl:text=FIELD' for this file alone"
     )
-    assert not (out / "stats.json").exists()
+    assert not (out / ".stats.json").exists()

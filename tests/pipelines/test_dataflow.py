@@ -160,7 +160,7 @@ def test_the_readme_dataflow_commands_translate_into_jobs(bucket, verb, tmp_path
     fs = fsspec.filesystem("gs")
     fs.invalidate_cache()
     assert fs.exists(f"{BUCKET}/work/tok/tokenizer.json")
-    assert fs.exists(f"{BUCKET}/work/docs/stats.json")
+    assert fs.exists(f"{BUCKET}/work/docs/.stats.json")
     (environment,) = pipeline["components"]["environments"].values()
     assert environment["urn"] == "beam:env:docker:v1"
     assert IMAGE in base64.b64decode(environment["payload"]).decode()

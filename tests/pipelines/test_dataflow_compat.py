@@ -75,14 +75,14 @@ def test_clean_and_dedup_pipelines_are_dataflow_ready(tmp_path: Path) -> None:
     urns |= check(p)
 
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "stats.json").write_text("{}")
+    (tmp_path / "docs" / ".stats.json").write_text("{}")
     row = {"id": "a", "text": "x", "source": "s", "meta": "{}"}
     pq.write_table(pa.Table.from_pylist([row], DOCUMENT), tmp_path / "docs" / "part-0.parquet")
     edge = {"child": "b", "parent": "a"}
     pq.write_table(pa.Table.from_pylist([edge], EDGES), tmp_path / "state-0002-0.parquet")
     state = str(tmp_path / "state")
     dedup = DedupConfig(
-        input=str(tmp_path / "docs"),
+        inputs=[str(tmp_path / "docs")],
         output="o",
         near=True,
         verify=True,

@@ -128,7 +128,7 @@ def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
     clean, pairs, _ = _planted(tmp_path)
     stats = run_dedup(
         DedupConfig(
-            input=str(clean),
+            inputs=[str(clean)],
             output=str(tmp_path / "docs"),
             near=True,
             emit_clusters=str(tmp_path / "cl"),
@@ -146,17 +146,17 @@ def test_planted_near_duplicates_recall_and_precision(tmp_path) -> None:
 
 
 def test_default_banding_leans_to_recall_when_verifying() -> None:
-    verified = DedupConfig(input="in", output="out", near=True, threshold=0.7).near_settings()
+    verified = DedupConfig(inputs=["in"], output="out", near=True, threshold=0.7).near_settings()
     assert (verified.bands, verified.rows, verified.verify) == (36, 7, True)
     merged = DedupConfig(
-        input="in", output="out", near=True, threshold=0.7, verify=False
+        inputs=["in"], output="out", near=True, threshold=0.7, verify=False
     ).near_settings()
     assert (merged.bands, merged.rows, merged.verify) == (28, 9, False)
     assert (
-        DedupConfig(input="in", output="out", near=True).near_settings().bands == 25
+        DedupConfig(inputs=["in"], output="out", near=True).near_settings().bands == 25
     )  # 25 x 10 at 0.8
     with pytest.raises(UsageError, match="fn_weight"):
-        DedupConfig(input="in", output="out", near=True, fn_weight=1.0).near_settings()
+        DedupConfig(inputs=["in"], output="out", near=True, fn_weight=1.0).near_settings()
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_default_banding_leans_to_recall_when_verifying() -> None:
     ],
 )
 def test_banding_that_no_run_can_use_is_explained(bands, rows, message) -> None:
-    config = DedupConfig(input="in", output="out", near=True, bands=bands, rows=rows)
+    config = DedupConfig(inputs=["in"], output="out", near=True, bands=bands, rows=rows)
     with pytest.raises(UsageError) as caught:
         config.near_settings()
     assert str(caught.value).startswith(message)
@@ -203,7 +203,7 @@ def test_defaults_find_pairs_just_above_the_threshold_and_merge_none_below(tmp_p
         CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
     )
     config = DedupConfig(
-        input=str(tmp_path / "clean"),
+        inputs=[str(tmp_path / "clean")],
         output=str(tmp_path / "docs"),
         near=True,
         threshold=0.7,
@@ -234,7 +234,7 @@ def test_verified_chains_merge_and_lookalikes_stay_apart(tmp_path) -> None:
     )
     stats = run_dedup(
         DedupConfig(
-            input=str(tmp_path / "clean"),
+            inputs=[str(tmp_path / "clean")],
             output=str(tmp_path / "docs"),
             near=True,
             verify=True,
@@ -261,7 +261,7 @@ def test_long_chains_finish_in_extra_rounds(tmp_path) -> None:
     )
     stats = run_dedup(
         DedupConfig(
-            input=str(tmp_path / "clean"),
+            inputs=[str(tmp_path / "clean")],
             output=str(tmp_path / "docs"),
             near=True,
             cc_rounds=1,
@@ -286,7 +286,9 @@ def test_line_dedup_keeps_each_shared_line_once(tmp_path) -> None:
         CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean"), id_field="id")
     )
     stats = run_dedup(
-        DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "docs"), line_dedup=True)
+        DedupConfig(
+            inputs=[str(tmp_path / "clean")], output=str(tmp_path / "docs"), line_dedup=True
+        )
     )
     rows = [r for f in (tmp_path / "docs").glob("part-*") for r in pq.read_table(f).to_pylist()]
     assert sum(shared in r["text"] for r in rows) == 1
@@ -299,14 +301,14 @@ def test_run_dedup_counts_exact_duplicates(tmp_path) -> None:
         tmp_path / "raw" / "x.jsonl", [{"text": t} for t in ["one", "two", "one", "ONE", "three"]]
     )
     run_clean(CleanConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "clean")))
-    stats = run_dedup(DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "docs")))
+    stats = run_dedup(DedupConfig(inputs=[str(tmp_path / "clean")], output=str(tmp_path / "docs")))
     assert (stats["documents_in"], stats["documents_out"], stats["duplicates"]) == (5, 3, 2)
     assert stats["duplicates.exact"] == 2 and stats["clusters"] == 1
     assert stats["upstream"]["stage"] == "clean" and accounted(stats)
     with pytest.raises(UsageError, match="bands"):
         run_dedup(
             DedupConfig(
-                input=str(tmp_path / "clean"),
+                inputs=[str(tmp_path / "clean")],
                 output=str(tmp_path / "o"),
                 near=True,
                 bands=30,
@@ -314,9 +316,9 @@ def test_run_dedup_counts_exact_duplicates(tmp_path) -> None:
             )
         )
     with pytest.raises(UsageError, match=r"^output \(.*\) is input \(.*\): a run would read"):
-        run_dedup(DedupConfig(input=str(tmp_path / "clean"), output=str(tmp_path / "clean")))
+        run_dedup(DedupConfig(inputs=[str(tmp_path / "clean")], output=str(tmp_path / "clean")))
     with pytest.raises(BadInputError, match=r"stats\.json"):
-        run_dedup(DedupConfig(input=str(tmp_path / "raw"), output=str(tmp_path / "o")))
+        run_dedup(DedupConfig(inputs=[str(tmp_path / "raw")], output=str(tmp_path / "o")))
 
 
 @pytest.mark.slow
@@ -329,7 +331,7 @@ def test_one_or_two_worker_processes_write_the_same_bytes(tmp_path) -> None:
     ):
         out = tmp_path / name
         stats = run_dedup(
-            DedupConfig(input=str(clean), output=str(out), near=True, line_dedup=True), argv
+            DedupConfig(inputs=[str(clean)], output=str(out), near=True, line_dedup=True), argv
         )
         assert stats["duplicates"] > 0 and stats["documents_in"] == 120
         files[name] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}

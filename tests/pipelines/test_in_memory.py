@@ -33,13 +33,13 @@ def _chain(root: Path, raw: Path) -> dict[str, dict[str, str]]:
     run_clean(CleanConfig(inputs=[str(raw)], output=str(root / "clean"), id_field=None))
     run_dedup(
         DedupConfig(
-            input=str(root / "clean"), output=str(root / "docs"), near=True, line_dedup=True
+            inputs=[str(root / "clean")], output=str(root / "docs"), near=True, line_dedup=True
         )
     )
     vocab = VocabConfig(kind="wordpiece", vocab_size=1200)
-    run_vocab(VocabRunConfig(input=str(root / "docs"), output=str(root / "tok"), vocab=vocab))
+    run_vocab(VocabRunConfig(inputs=[str(root / "docs")], output=str(root / "tok"), vocab=vocab))
     config = ShardConfig(
-        input=str(root / "docs"),
+        inputs=[str(root / "docs")],
         tokenizer=str(root / "tok"),
         output=str(root / "shards"),
         mode="nsp",

@@ -34,7 +34,7 @@ def _digest(root: Path) -> dict[str, str]:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
         data = path.read_bytes()
-        if path.name in ("stats.json", "vocab_stats.json"):
+        if path.name in (".stats.json", "vocab_stats.json"):
             data = data.replace(str(root).encode(), b"ROOT")
         out[rel] = hashlib.sha256(data).hexdigest()
     return out
@@ -47,5 +47,5 @@ def test_portable_runner_writes_what_the_direct_runner_writes(tmp_path: Path) ->
     _chain(raw.parent, tmp_path / "direct", [])
     _chain(raw.parent, tmp_path / "portable", PORTABLE)
     direct = _digest(tmp_path / "direct")
-    assert "shards/shard-000000.tar" in direct and "docs/stats.json" in direct
+    assert "shards/shard-000000.tar" in direct and "docs/.stats.json" in direct
     assert _digest(tmp_path / "portable") == direct

@@ -249,7 +249,7 @@ def test_same_seed_same_bytes_and_a_rerun_replaces_cleanly(
     _build(small_build, tmp_path / "again", "nsp", sequences_per_shard=10_000)
     assert len(read_manifest(again).shards) == 1
     names = sorted(p.name for p in again.iterdir())
-    assert names == ["manifest.json", "shard-000000.tar", "tokenizer"]
+    assert names == [".manifest.json", ".tokenizer", "shard-000000.tar"]
 
 
 @pytest.mark.slow

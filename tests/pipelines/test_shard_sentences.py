@@ -36,7 +36,7 @@ def store(tmp_path_factory) -> tuple[Path, list[str]]:
         {"id": f"d{i:03d}", "text": t, "source": "real", "meta": "{}"} for i, t in enumerate(texts)
     ]
     pq.write_table(pa.Table.from_pylist(rows, DOCUMENT), directory / "part-00000-of-00001.parquet")
-    (directory / "stats.json").write_text(json.dumps({"documents_out": len(rows)}))
+    (directory / ".stats.json").write_text(json.dumps({"documents_out": len(rows)}))
     return directory, texts
 
 

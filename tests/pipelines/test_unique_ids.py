@@ -50,7 +50,7 @@ def test_clean_with_an_id_field_keeps_one_document_per_id(tmp_path) -> None:
     assert main([*args, "--rejects", str(rejects)]) == 0
     table = pq.read_table(sorted(out.glob("part-*.parquet"))).to_pylist()
     assert sorted(r["id"] for r in table) == ["a", "b"]
-    stats = json.loads((out / "stats.json").read_text())
+    stats = json.loads((out / ".stats.json").read_text())
     assert stats["dropped.duplicate_id"] == 1 and stats["documents_out"] == 2
     assert stats["bytes_out"] == sum(len(r["text"].encode()) for r in table)
     assert not list(out.glob(".staging-*")) and not (out / "_shuffle").exists()

@@ -132,7 +132,7 @@ def test_a_nested_manifest_is_one_line_for_inspect_and_train(tmp_path, capsys) -
 
     shards = tmp_path / "shards"
     shards.mkdir()
-    (shards / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    (shards / ".manifest.json").write_text("[" * 200_000 + "]" * 200_000)
     assert main(["inspect", str(shards), "--verify"]) != 0
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "nested too deeply to be a manifest" in err, err[-500:]
@@ -144,7 +144,7 @@ def test_a_nested_manifest_is_one_line_for_inspect_and_train(tmp_path, capsys) -
 
 def test_directory_without_manifest_is_not_a_dataset(tmp_path) -> None:
     (tmp_path / "shard-000000.tar").write_bytes(b"")
-    with pytest.raises(BadInputError, match=r"no manifest\.json"):
+    with pytest.raises(BadInputError, match=r"no \.manifest\.json"):
         read_manifest(tmp_path)
     with pytest.raises(BadInputError, match="no such shard directory"):
         read_manifest(tmp_path / "missing")

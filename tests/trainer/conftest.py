@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from clozeworks.corpus.shards.blocks import iter_blocks, make_block, write_blocks, write_manifest
-from clozeworks.schemas.manifest import TOKENIZER_DIR, read_manifest
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 
 CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
 

@@ -158,7 +158,7 @@ def test_print_config_with_shards_is_what_the_run_uses(nsp_shards, tmp_path, cap
     """--print-config with --data shows the shards' vocabulary, pad id and pair objective
     (it showed BERT's 30522 and [mlm] for an 8000-token nsp set), and the run's
     config.json says the same."""
-    manifest = json.loads((nsp_shards / "manifest.json").read_text())
+    manifest = json.loads((nsp_shards / ".manifest.json").read_text())
     flags = ["--data", str(nsp_shards), "--warmup", "0.5", "--max-steps", "1", "--batch-size", "4"]
     assert main(["train", "--print-config", *flags]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -14,7 +14,8 @@ import pytest
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import load_tokenizer
-from clozeworks.schemas.manifest import TOKENIZER_DIR, read_manifest
+from clozeworks.schemas.manifest import read_manifest
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 from clozeworks.trainer.config import override
 from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.loop import train

@@ -25,6 +25,7 @@ from clozeworks.corpus.shards.cache import (
     ShardCache,
     is_remote,
     read_any,
+    read_first,
 )
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, shard_index
@@ -36,7 +37,8 @@ from clozeworks.corpus.vocab.files import (
 )
 from clozeworks.corpus.vocab.train import SENTINEL, tokenizer_kind, word_start_table
 from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
-from clozeworks.schemas.manifest import MANIFEST_FILE, TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.sidecars import MANIFEST_FILE, TOKENIZER_DIR, names_of
 from clozeworks.schemas.special_tokens import special_tokens_for
 
 TOKENIZER_JSON = "tokenizer.json"
@@ -96,30 +98,30 @@ def resolve_source(
 ) -> ShardSet:
     """Resolve `source` into a ShardSet. BadInputError naming the place on any problem.
 
-    - a local directory or a URL of one (`s3://bucket/shards`): its manifest.json, every
-      shard in it;
+    - a local directory or a URL of one (`s3://bucket/shards`): its .manifest.json (or
+      the manifest.json of a set written before), every shard in it;
     - a list of shard paths, URLs or `pipe:` commands (a string with `{000000..000009}`
       braces is expanded, as webdataset does): those shards only; the manifest is
-      `manifest` if given, else manifest.json beside the first entry (for a pipe, the
-      same command with its last `shard-NNNNNN.tar` replaced by `manifest.json`).
+      `manifest` if given, else .manifest.json beside the first entry (for a pipe, the
+      same command with its last `shard-NNNNNN.tar` replaced by `.manifest.json`).
 
     Remote shards (URLs and pipes) are read through a `ShardCache` in `cache_root`
     (default: `default_cache_root()`) holding at most `cache_limit` bytes.
     """
     if isinstance(source, str | Path) and "{" not in str(source):
         base = str(source).rstrip("/")
-        man, text = _read_manifest(f"{base}/{MANIFEST_FILE}", directory=base)
+        candidates = [f"{base}/{name}" for name in names_of(MANIFEST_FILE)]
+        man, text, era = _read_manifest(candidates, directory=base)
         urls = {s.name: f"{base}/{s.name}" for s in man.shards}
-        tok = f"{base}/{TOKENIZER_DIR}/{TOKENIZER_JSON}"
+        tok = f"{base}/{names_of(TOKENIZER_DIR)[era]}/{TOKENIZER_JSON}"
         cache = _cache(base, text, list(urls.values()), cache_root, cache_limit)
         return _shard_set(man, base, urls, tok, cache)
     entries = _expand(source)
     if not entries:
         raise UsageError("the list of shards is empty")
-    if manifest is None:
-        manifest = _manifest_beside(entries[0])
-    man_url = str(manifest)
-    man, text = _read_manifest(man_url, directory=None)
+    candidates = [str(manifest)] if manifest is not None else _manifests_beside(entries[0])
+    man, text, era = _read_manifest(candidates, directory=None)
+    man_url = candidates[era]
     known = {shard_index(s.name): s.name for s in man.shards}
     urls: dict[str, str] = {}
     for entry in entries:
@@ -132,23 +134,36 @@ def resolve_source(
         if name in urls:
             raise UsageError(f"{entry}: {name} is listed twice")
         urls[name] = entry
-    if man_url.startswith("pipe:"):
-        head, _, tail = man_url.rpartition(MANIFEST_FILE)
-        tok = f"{head}{TOKENIZER_DIR}/{TOKENIZER_JSON}{tail}" if head else None
-    else:
-        tok = posixpath.join(posixpath.dirname(man_url), TOKENIZER_DIR, TOKENIZER_JSON)
+    tok = _tokenizer_beside(man_url)
     cache = _cache(man_url, text, list(urls.values()), cache_root, cache_limit)
     return _shard_set(man, man_url, urls, tok, cache)
 
 
-def _manifest_beside(entry: str) -> str:
+def _manifests_beside(entry: str) -> list[str]:
+    """Where the manifest of shard `entry` may be: under its name, then its earlier one."""
     if not entry.startswith("pipe:"):
-        return posixpath.join(posixpath.dirname(entry), MANIFEST_FILE)
+        return [posixpath.join(posixpath.dirname(entry), n) for n in names_of(MANIFEST_FILE)]
     found = list(re.finditer(r"shard-\d{6}\.tar", entry))
     if not found:
         raise UsageError(f"{entry}: no shard-NNNNNN.tar in this pipe: command; pass manifest=")
     last = found[-1]
-    return entry[: last.start()] + MANIFEST_FILE + entry[last.end() :]
+    return [entry[: last.start()] + n + entry[last.end() :] for n in names_of(MANIFEST_FILE)]
+
+
+def _tokenizer_beside(manifest: str) -> str | None:
+    """tokenizer.json of the set whose manifest is at `manifest` (a set with the earlier
+    manifest name has the earlier tokenizer name); for a pipe, the same command with the
+    manifest's name replaced, and None when the command does not name it."""
+    for name, directory in zip(names_of(MANIFEST_FILE), names_of(TOKENIZER_DIR), strict=True):
+        head, sep, tail = manifest.rpartition(name)
+        if not sep:
+            continue
+        if manifest.startswith("pipe:"):
+            return f"{head}{directory}/{TOKENIZER_JSON}{tail}"
+        return posixpath.join(posixpath.dirname(manifest), directory, TOKENIZER_JSON)
+    if manifest.startswith("pipe:"):
+        return None
+    return posixpath.join(posixpath.dirname(manifest), TOKENIZER_DIR, TOKENIZER_JSON)
 
 
 def _cache(
@@ -178,26 +193,30 @@ def _expand(source: Source) -> list[str]:
     return out
 
 
-def _read_manifest(url: str, directory: str | None) -> tuple[Manifest, str]:
+def _read_manifest(urls: list[str], directory: str | None) -> tuple[Manifest, str, int]:
+    """The manifest at the first of `urls` that can be read, its text and that index."""
     if directory is not None and is_local(directory) and not Path(local_path(directory)).is_dir():
         raise BadInputError(f"{directory}: no such shard directory")
-    if directory is not None and is_local(url) and not Path(local_path(url)).is_file():
+    if directory is not None and all(
+        is_local(u) and not Path(local_path(u)).is_file() for u in urls
+    ):
         raise BadInputError(
             f"{directory}: no {MANIFEST_FILE}, so this is not a finished shard set "
             "(the build was interrupted or this is the wrong directory)"
         )
     try:
-        text = read_any(url).decode("utf-8")
+        data, index = read_first(urls)
+        text = data.decode("utf-8")
     except OSError as err:
-        where = directory or url
+        where = directory or urls[0]
         raise BadInputError(
             f"{where}: cannot read {MANIFEST_FILE} ({err}); without it this is not a finished "
             "shard set (the build was interrupted or this is the wrong place)"
         ) from None
     except UnicodeDecodeError:
-        raise BadInputError(f"{url}: not a text manifest") from None
+        raise BadInputError(f"{urls[0]}: not a text manifest") from None
     try:
-        return Manifest.from_json(text, source=url), text
+        return Manifest.from_json(text, source=urls[index]), text, index
     except SchemaError as err:
         raise BadInputError(str(err)) from None
 

@@ -45,7 +45,7 @@ def sets(tok, tmp_path_factory) -> dict[str, Path]:
 
 def wds_count(directory: Path) -> dict:
     """Everything the summary reports, counted the plain way from webdataset's samples."""
-    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest = json.loads((directory / ".manifest.json").read_text())
     urls = [str(directory / s["name"]) for s in manifest["shards"]]
     mask_id = manifest["special_tokens"]["mask"]
     out: dict = {"blocks": 0, "lengths": [], "tokens": Counter(), "labels": Counter()}
@@ -239,10 +239,10 @@ def test_truncation_the_manifest_agrees_with_is_still_caught(sets, tmp_path) -> 
     data = path.read_bytes()
     cut = 512 * 40  # a 512-byte tar record boundary, blocks away from the end
     path.write_bytes(data[:cut])
-    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest = json.loads((directory / ".manifest.json").read_text())
     manifest["shards"][0]["bytes"] = cut
     manifest["totals"]["bytes"] -= len(data) - cut
-    (directory / "manifest.json").write_text(json.dumps(manifest))
+    (directory / ".manifest.json").write_text(json.dumps(manifest))
     verified = problems_by_shard(shard_summary(directory, verify=True))
     assert verified[names[0]][0] == "sha256 does not match the manifest"
     # Without the checksum: the cut leaves a block without some members, or too few
@@ -285,7 +285,7 @@ def test_inconsistent_blocks_are_named(sets, tmp_path) -> None:
 def test_stray_shards_and_foreign_tokenizer_are_reported(sets, tmp_path) -> None:
     directory, names = damaged_copy(sets["packed"], tmp_path / "d")
     shutil.copyfile(directory / names[0], directory / "shard-000099.tar")
-    tok = directory / "tokenizer" / "tokenizer.json"
+    tok = directory / ".tokenizer" / "tokenizer.json"
     tok.write_text(tok.read_text().replace('"[MASK]"', '"[MASK]" '.strip(), 1) + " ")
     s = shard_summary(directory)
     assert s["problems"] == []
@@ -295,7 +295,7 @@ def test_stray_shards_and_foreign_tokenizer_are_reported(sets, tmp_path) -> None
     assert verified["problems"] == [
         {"shard": "shard-000099.tar", "problem": "not in the manifest"},
         {
-            "shard": "tokenizer/",
+            "shard": ".tokenizer/",
             "problem": "tokenizer.json's sha256 differs from the manifest's tokenizer fingerprint",
         },
     ]
@@ -303,21 +303,21 @@ def test_stray_shards_and_foreign_tokenizer_are_reported(sets, tmp_path) -> None
 
 def test_a_missing_tokenizer_copy_fails_verification(sets, tmp_path) -> None:
     directory, _ = damaged_copy(sets["packed"], tmp_path / "d")
-    shutil.rmtree(directory / "tokenizer")
+    shutil.rmtree(directory / ".tokenizer")
     assert shard_summary(directory)["problems"] == []  # still readable, as ids
     verified = shard_summary(directory, verify=True)
-    assert [p["shard"] for p in verified["problems"]] == ["tokenizer/"]
+    assert [p["shard"] for p in verified["problems"]] == [".tokenizer/"]
     assert "cannot be decoded" in verified["problems"][0]["problem"]
 
 
 def test_a_truncated_tokenizer_copy_fails_verification(sets, tmp_path) -> None:
     # it passed with a warning, and train or export failed later (issue 33)
     directory, _ = damaged_copy(sets["packed"], tmp_path / "d")
-    copy = directory / "tokenizer" / "tokenizer.json"
+    copy = directory / ".tokenizer" / "tokenizer.json"
     copy.write_bytes(copy.read_bytes()[: copy.stat().st_size // 2])
     assert shard_summary(directory)["problems"] == []  # still readable, as ids
     verified = shard_summary(directory, verify=True)
-    assert [p["shard"] for p in verified["problems"]] == ["tokenizer/"]
+    assert [p["shard"] for p in verified["problems"]] == [".tokenizer/"]
     assert "tokenizer.json" in verified["problems"][0]["problem"]
 
 

@@ -30,7 +30,7 @@ def test_real_document_store_agrees_with_a_plain_count(small_build) -> None:
             t for f in sorted(directory.glob("part-*.parquet")) for t in pq.read_table(f)["text"]
         ]
         lengths = np.array([len(t.as_py()) for t in texts])
-        stats = json.loads((directory / "stats.json").read_text())
+        stats = json.loads((directory / ".stats.json").read_text())
         assert s["complete"] and s["problems"] == []
         assert s["documents"] == len(texts) == stats["documents_out"]
         assert s["bytes"] == sum(len(t.as_py().encode()) for t in texts)
@@ -43,7 +43,7 @@ def test_real_document_store_agrees_with_a_plain_count(small_build) -> None:
     assert [st["stage"] for st in dedup["stages"]] == ["dedup", "clean"]
     assert (
         dedup["duplicates"]["duplicates"]
-        == json.loads((Path(paths.docs) / "stats.json").read_text())["duplicates"]
+        == json.loads((Path(paths.docs) / ".stats.json").read_text())["duplicates"]
     )
 
 
@@ -57,7 +57,7 @@ def write_store(directory: Path, texts: list[str], stats: dict | None) -> Path:
     }
     pq.write_table(pa.table(rows, schema=DOCUMENT), directory / "part-00000-of-00001.parquet")
     if stats is not None:
-        (directory / "stats.json").write_text(json.dumps(stats))
+        (directory / ".stats.json").write_text(json.dumps(stats))
     return directory
 
 
@@ -105,14 +105,14 @@ def test_stats_json_read_defensively(tmp_path) -> None:
 def test_document_count_disagreeing_with_stats_is_a_problem(tmp_path) -> None:
     s = docs_summary(write_store(tmp_path / "d", ["a", "b"], {"documents_out": 3}))
     assert s["problems"] == [
-        {"file": "stats.json", "problem": "says 3 documents, the files hold 2"}
+        {"file": ".stats.json", "problem": "says 3 documents, the files hold 2"}
     ]
     broken = write_store(tmp_path / "e", ["a"], {"documents_out": 1})
     (broken / "part-00001-of-00002.parquet").write_bytes(b"PAR1 not really")
     s = docs_summary(broken)
     assert s["problems"][0]["file"] == "part-00001-of-00002.parquet"
     assert "cannot be read" in s["problems"][0]["problem"]
-    (broken / "stats.json").write_text("{")
+    (broken / ".stats.json").write_text("{")
     with pytest.raises(BadInputError, match=r"stats\.json: not valid JSON"):
         docs_summary(broken)
 

@@ -25,8 +25,9 @@ from clozeworks.corpus.vocab.train import (
     train_tokenizer,
 )
 from clozeworks.schemas.kinds import PAIR_MODES
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest, token_dtype_for
+from clozeworks.schemas.manifest import Manifest, token_dtype_for
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 
 UNK_PROB = 0.003
 

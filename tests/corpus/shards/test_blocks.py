@@ -119,7 +119,7 @@ def test_pickled_member_is_refused(tmp_path) -> None:
 
 
 def test_prepare_output_dir_removes_old_manifest_first(tmp_path) -> None:
-    (tmp_path / "manifest.json").write_text("{}")
+    (tmp_path / ".manifest.json").write_text("{}")
     (tmp_path / "shard-000009.tar").write_bytes(b"old")
     (tmp_path / ".shard-000001.tar.abc.tmp").write_bytes(b"partial")
     (tmp_path / "notes.txt").write_text("mine")

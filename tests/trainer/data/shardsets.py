@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
-from clozeworks.schemas.manifest import TOKENIZER_DIR, Manifest
+from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.sidecars import TOKENIZER_DIR
 
 CLS, SEP, MASK = 2, 3, 4
 FIRST = 5  # first ordinary id

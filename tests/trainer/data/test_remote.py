@@ -53,7 +53,7 @@ def test_http_shards_are_downloaded_once_and_read_like_local_ones(served, tmp_pa
         assert same_batches(again, local)
         assert server.shard_gets() == first, "cached shards were downloaded again"
     folder = next((tmp_path / "shards").iterdir())
-    assert (folder / "tokenizer" / "tokenizer.json").is_file()
+    assert (folder / ".tokenizer" / "tokenizer.json").is_file()
     assert sorted(p.name for p in folder.glob("shard-*.tar")) == [
         "shard-000000.tar",
         "shard-000001.tar",
@@ -136,6 +136,6 @@ def test_cloze_inspect_reads_a_shard_set_by_url(served, capsys) -> None:
         assert main(["inspect", "--json", f"{server.url}/shards"]) == 0
         remote = json.loads(capsys.readouterr().out)
         assert main(["inspect", f"{server.url}/nowhere"]) == 2
-        assert "nowhere: no readable manifest.json" in capsys.readouterr().err
+        assert "nowhere: no readable .manifest.json" in capsys.readouterr().err
     for key in ("sequences", "tokens", "read", "sequence_length", "problems"):
         assert remote[key] == local[key], key

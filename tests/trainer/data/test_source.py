@@ -55,9 +55,9 @@ def test_a_list_reads_only_those_shards_with_the_same_masks(shards) -> None:
 
 def test_pipe_commands_find_or_take_a_manifest(shards, tmp_path) -> None:
     cmds = [f"pipe:cat {shards}/shard-00000{i}.tar" for i in range(3)]
-    got = epoch(cmds, manifest=shards / "manifest.json", cache_root=tmp_path / "a")
+    got = epoch(cmds, manifest=shards / ".manifest.json", cache_root=tmp_path / "a")
     assert same_batches(got, epoch(shards))
-    # Without manifest=, the command's last shard-NNNNNN.tar becomes manifest.json.
+    # Without manifest=, the command's last shard-NNNNNN.tar becomes .manifest.json.
     braces = f"pipe:cat {shards}/shard-{{000000..000002}}.tar"
     wwm = MaskingSettings(kind="wwm")  # needs the tokenizer, found the same way
     got = epoch(braces, masking=wwm, cache_root=tmp_path / "b")
@@ -80,9 +80,9 @@ def test_bad_lists_are_named(shards) -> None:
 def test_a_newer_manifest_version_is_refused(tmp_path, shards) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(shards, copy)
-    data = json.loads((copy / "manifest.json").read_text())
+    data = json.loads((copy / ".manifest.json").read_text())
     data["version"] = 99
-    (copy / "manifest.json").write_text(json.dumps(data))
+    (copy / ".manifest.json").write_text(json.dumps(data))
     with pytest.raises(BadInputError, match="version 99 is newer"):
         ShardDataset(copy, batch_size=4)
 
@@ -102,7 +102,7 @@ def test_the_tokenizer_must_be_the_one_the_shards_were_encoded_with(
 
 def test_word_masking_without_a_tokenizer_says_what_to_do(tmp_path, shards) -> None:
     bare = tmp_path / "bare"
-    shutil.copytree(shards, bare, ignore=shutil.ignore_patterns("tokenizer"))
+    shutil.copytree(shards, bare, ignore=shutil.ignore_patterns(".tokenizer"))
     ShardDataset(bare, batch_size=4)  # token masking needs no word starts
     with pytest.raises(BadInputError, match="pass tokenizer=DIR"):
         ShardDataset(bare, batch_size=4, masking=MaskingSettings(kind="span"))
