@@ -32,3 +32,7 @@ OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 # Model families the trainer builds (trainer/families.py registers each).
 FamilyName = Literal["bert", "roberta", "albert", "electra", "gpt", "t5", "xlnet"]
 FAMILIES: tuple[FamilyName, ...] = get_args(FamilyName)
+
+# Training precision (trainer/precision.py): auto is bf16 on a GPU and fp32 on a CPU; fp16
+# scales the loss.
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
-from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES
+from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, PRECISIONS
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import SEED_MAX
 from clozeworks.schemas.validate import loads
@@ -263,7 +263,8 @@ class TrainConfig:
     # with a fresh optimizer; the architecture comes from them (trainer/init_from.py).
     init_from: str | None = None
     device: str = "auto"
-    # "auto": bf16 autocast on GPU, fp32 on CPU (bf16 matmuls on CPU are slower, not faster).
+    # "auto": bf16 autocast on GPU, fp32 on CPU (trainer/precision.py); fp16 with a dynamic
+    # loss scale for GPUs without bf16.
     precision: str = "auto"
     compile: bool = False
     # Run the encoder on the real tokens only when a batch has padding (token-wise layers on
@@ -307,8 +308,11 @@ class TrainConfig:
             raise UsageError("eval_data and eval_split both name a held-out set; pass one")
         if self.on_error not in ("raise", "skip"):
             raise UsageError(f"on_error {self.on_error!r} is not one of raise, skip")
-        if self.precision not in ("auto", "fp32", "bf16"):
-            raise UsageError(f"precision {self.precision!r} is not one of auto, fp32, bf16")
+        if self.precision not in PRECISIONS:
+            raise SettingError("precision", f"must be one of {', '.join(PRECISIONS)}")
+        if self.precision == "fp16" and self.fsdp:
+            # FSDP's sharded gradients need a sharded scaler; bf16 needs none.
+            raise SettingError("precision", "fp16 with --fsdp is not supported; use bf16")
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting the run uses; a warm-up in steps is left out when a share of the

@@ -30,7 +30,7 @@ from clozeworks.corpus.locks import OutputLock
 from clozeworks.corpus.outputs import LOCAL
 from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import ClozeError, UsageError
-from clozeworks.trainer import fsdp
+from clozeworks.trainer import fsdp, precision
 from clozeworks.trainer.assembly import (
     Phase,
     mix_seed,
@@ -60,6 +60,7 @@ from clozeworks.trainer.metrics import (
 from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
 from clozeworks.trainer.objectives import objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
+from clozeworks.trainer.precision import LossScaler
 from clozeworks.trainer.preempt import StopSignals
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
 
@@ -166,8 +167,9 @@ class _Run:
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)
         self.state = TrainState()
         self.checkpointer = Checkpointer(run, config, d, self.model, self.optimizer, self.fsdp)
-        self.guard = NonFiniteGuard(d.device)
-        self.autocast = partial(_autocast, config.precision, d.device)
+        self.autocast = partial(precision.autocast, config.precision, d.device)
+        self.scaler = LossScaler(config.precision, d.device)
+        self.guard = NonFiniteGuard(d.device, allowance=self.scaler.halvings)
         self.signals = StopSignals()
         self._stop_now = False
         # Under DDP, the previous step's all-reduced stop flag, copied to the host without
@@ -235,7 +237,7 @@ class _Run:
         config, d = self.config, self.d
         manifest = self.phases[0].manifest
         parameters = sum(p.numel() for p in self.model.parameters())
-        precision = _precision(config.precision, d.device)
+        used = precision.resolve(config.precision, d.device)
         per_step = config.batch_size * config.grad_accum * d.world_size
         steps = config.max_steps - self.state.step
         sequences = steps * per_step
@@ -243,7 +245,7 @@ class _Run:
         tokens = sequences * manifest.tokens / max(1, manifest.sequences)
         return (
             f"train: {config.model.family} {parameters:,} parameters, "
-            f"{', '.join(config.objectives)}, on {d.device} x{d.world_size} in {precision}; "
+            f"{', '.join(config.objectives)}, on {d.device} x{d.world_size} in {used}; "
             f"{steps:,} steps x {per_step} sequences = {sequences:,} sequences, "
             f"{epochs:.2f} epochs of the set's {manifest.sequences:,} sequences "
             f"({manifest.tokens:,} tokens), about {tokens:,.0f} tokens"
@@ -287,6 +289,8 @@ class _Run:
                 record = self.window.flush(
                     state.step, self.scheduler.get_last_lr()[0], grad_norm, state.skipped_nonfinite
                 )
+                if self.scaler.enabled:
+                    record["loss_scale"] = self.scaler.value
                 if evaluated and self._last_eval is not None:
                     record.update(self._last_eval)
                 history.append(record)
@@ -355,8 +359,9 @@ class _Run:
                 with self.autocast():
                     out = self.step_model(batch, seed=mix_seed(config.seed, state.step, i, d.rank))
                 loss = sum(weights[o] * out[f"{o}_loss"] * scale[i, j] for j, o in enumerate(names))
-                loss.backward()  # type: ignore[union-attr]
+                self.scaler.scale(loss).backward()  # type: ignore[arg-type]
             outputs.append(out)
+        self.scaler.unscale(self.optimizer)  # an fp16 overflow: a non-finite norm below
         clip = config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf
         grad_norm = fsdp.full(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         sums = step_sums(outputs)
@@ -378,7 +383,9 @@ class _Run:
         else:
             self._stop_now = bool(self.signals.requested)
         finite = torch.isfinite(grad_norm) & torch.isfinite(sums["loss"].to(grad_norm.device))
+        # An fp16 overflow is skipped like any non-finite step, and the scale halved.
         self.guard.step(self.optimizer, finite)
+        self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return sums, grad_norm
@@ -459,6 +466,7 @@ class _Run:
         self.guard.resume(self.state.nonfinite_streak)
         if "window" in saved:  # checkpoints before the window was saved start a new one
             self.window.load_state_dict(saved["window"])
+        self.scaler.load_state_dict(saved.get("scaler", {}))
         mine = ranks[self.d.rank % len(ranks)]
         set_rng_state(mine["rng"])
         if len(ranks) != self.d.world_size:  # ranks past the saved ones: their own stream
@@ -471,6 +479,7 @@ class _Run:
             "scheduler": self.scheduler.state_dict(),
             "train": self.state.state_dict(),
             "window": self.window.state_dict(),
+            "scaler": self.scaler.state_dict(),
             "phase": phase_index,
         }
         return self.checkpointer.save(self.state.step, state, loader)
@@ -494,16 +503,3 @@ def _copy_to_host(value: torch.Tensor) -> tuple[torch.Tensor, Any]:
     done = torch.cuda.Event()
     done.record()
     return host, done
-
-
-def _precision(precision: str, device: torch.device) -> str:
-    """What `auto` means on `device`: bf16 autocast on CUDA, fp32 elsewhere."""
-    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
-        return "bf16"
-    return "fp32"
-
-
-def _autocast(precision: str, device: torch.device) -> Any:
-    if _precision(precision, device) == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()

@@ -31,8 +31,12 @@ def takes_found_inf(optimizer: torch.optim.Optimizer) -> bool:
 
 
 class NonFiniteGuard:
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, allowance: int = 0) -> None:
         self.device = device
+        # Skips in a row that are expected before a stop is due: fp16's loss scale halves
+        # on each overflow (trainer/precision.py), so a run starting at 2**16 may skip 16
+        # steps in a row before its scale is 1 and an overflow is the run's own.
+        self.limit = MAX_NONFINITE_IN_A_ROW + allowance
         self._reset(streak=0)
 
     def _reset(self, streak: int) -> None:
@@ -67,7 +71,7 @@ class NonFiniteGuard:
         and checkpoints. Raises once K steps in a row were not finite."""
         skipped, streak, worst = torch.stack([self.skipped, self.streak, self.worst]).tolist()
         self._reset(streak=streak)
-        if worst >= MAX_NONFINITE_IN_A_ROW:
+        if worst >= self.limit:
             raise ClozeError(
                 f"loss was not finite for {worst} steps in a row by step {step}; "
                 "lower the learning rate or check the data"

@@ -22,7 +22,7 @@ from pathlib import Path
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.corpus.outputs import check_apart
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import MASK_KINDS
+from clozeworks.schemas.kinds import MASK_KINDS, PRECISIONS
 from clozeworks.trainer.config import (
     COMMAND_LINE,
     Phase2Config,
@@ -115,7 +115,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 on GPU")
+    p.add_argument(
+        "--precision",
+        choices=list(PRECISIONS),
+        help="auto: bf16 on GPU, fp32 on CPU; fp16 (GPUs without bf16) scales the loss",
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
     p.add_argument(
         "--fsdp",
