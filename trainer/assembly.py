@@ -22,6 +22,7 @@ from clozeworks.trainer.families import build_model
 from clozeworks.trainer.models.bert import Encoder, LayerStack
 from clozeworks.trainer.objectives import check_objectives
 from clozeworks.trainer.rundir import CONFIG_FILE
+from clozeworks.trainer.tracking import default_trackers
 
 # A run directory is not a dataset: its copy of the tokenizer keeps the plain name.
 RUN_TOKENIZER_DIR = "tokenizer"
@@ -51,6 +52,8 @@ def settle_config(
     pad id), checked against every phase's shards; the phases, the shards' tokenizer files
     (read once: rank 0 keeps a copy, the init-from check needs tokenizer.json) and notes on
     the init-from source."""
+    if config.report_to is None:
+        config = replace(config, report_to=default_trackers())
     shards = resolve(config, data)
     phases = phases_of(config, data, shards.manifest)
     first = shards.manifest

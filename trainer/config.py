@@ -23,6 +23,7 @@ from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, PRECISIONS
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import SEED_MAX
 from clozeworks.schemas.validate import loads
+from clozeworks.trainer.tracking import check_trackers
 
 SHARING = ("none", "all", "attention", "ffn")
 
@@ -276,7 +277,9 @@ class TrainConfig:
     # Under torchrun: shard parameters, gradients and optimizer state over the ranks (FSDP2)
     # instead of DDP's whole copy per rank (trainer/fsdp.py).
     fsdp: bool = False
-    tensorboard: bool = True
+    # Trackers beside metrics.jsonl (trainer/tracking.py); None: TensorBoard when installed,
+    # settled before the run (config.json says which).
+    report_to: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         unknown = [o for o in self.objectives if o not in OBJECTIVES]
@@ -308,6 +311,8 @@ class TrainConfig:
             raise UsageError("eval_data and eval_split both name a held-out set; pass one")
         if self.on_error not in ("raise", "skip"):
             raise UsageError(f"on_error {self.on_error!r} is not one of raise, skip")
+        if self.report_to is not None:
+            check_trackers(self.report_to)
         if self.precision not in PRECISIONS:
             raise SettingError("precision", f"must be one of {', '.join(PRECISIONS)}")
         if self.precision == "fp16" and self.fsdp:
@@ -363,8 +368,14 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
                 raise UsageError(f"{source}: [{key}]: {err}") from None
         elif key == "phase2":
             changes[key] = None if value is None else _phase2(value, source)
+        elif key == "tensorboard" and isinstance(value, bool):
+            # The switch before --report-to, still read from older config files.
+            changes["report_to"] = ("tensorboard",) if value else ()
         elif key in top:
-            changes[key] = tuple(value) if key == "objectives" else value
+            if isinstance(value, str) and key in ("objectives", "report_to"):
+                value = [v.strip() for v in value.split(",") if v.strip() not in ("", "none")]
+            listed = key in ("objectives", "report_to") and value is not None
+            changes[key] = tuple(value) if listed else value
         else:
             raise UsageError(f"{source}: unknown setting {key!r}")
     try:

@@ -63,6 +63,7 @@ from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_pr
 from clozeworks.trainer.precision import LossScaler
 from clozeworks.trainer.preempt import StopSignals
 from clozeworks.trainer.rundir import CONFIG_FILE, claim_problem
+from clozeworks.trainer.tracking import open_trackers
 
 __all__ = [
     "CONFIG_FILE",
@@ -189,7 +190,10 @@ class _Run:
             self.checkpointer.initialize(config.init_from, self.init_notes)
         if progress and d.main:
             print(self.startup_summary(), file=sys.stderr, flush=True)
-        log = MetricsLog(self.run, config.tensorboard, state.step) if d.main else None
+        log = None
+        if d.main:
+            trackers = open_trackers(config.report_to or (), self.run, config.to_dict(), state.step)
+            log = MetricsLog(self.run, trackers, state.step)
         phase_index = _phase_at(self.phases, state.step)
         loader = self._loader(phase_index)
         if loader_state is not None and saved_phase == phase_index:

@@ -1,4 +1,4 @@
-"""What the loop reports: per-step sums, the `metrics.jsonl` log and TensorBoard.
+"""What the loop reports: per-step sums, the `metrics.jsonl` log and the trackers.
 
 One JSON line per logged step with `step`, `loss`, per objective NAME `NAME_loss` and
 `NAME_accuracy`, ratios a model reports as `KEY_num` / `KEY_den` under KEY (T5's
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from clozeworks.schemas.validate import loads
+from clozeworks.trainer.tracking import Tracker, scalars_of
 
 METRICS_FILE = "metrics.jsonl"
 RESUMES_FILE = "resumes.json"
@@ -113,9 +115,10 @@ class Window:
 
 
 class MetricsLog:
-    """`metrics.jsonl` (and TensorBoard when installed and wanted), written by rank 0."""
+    """`metrics.jsonl` and the trackers of `--report-to` (trainer/tracking.py), written by
+    rank 0."""
 
-    def __init__(self, run: Path, tensorboard: bool, resume_step: int) -> None:
+    def __init__(self, run: Path, trackers: Sequence[Tracker], resume_step: int) -> None:
         self.path = run / METRICS_FILE
         kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step]
         # After a resume the log reads as one uninterrupted run.
@@ -125,40 +128,18 @@ class MetricsLog:
         marks = [s for s in read_resumes(run) if s < resume_step]
         resumes = run / RESUMES_FILE
         resumes.write_text(json.dumps([*marks, resume_step] if resume_step else marks))
-        self.writer = _tensorboard(run, resume_step) if tensorboard else None
+        self.trackers = list(trackers)
 
     def write(self, record: dict[str, Any]) -> None:
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
-        if self.writer is not None:
-            for key, value in record.items():
-                if key != "step" and isinstance(value, (int, float)):
-                    self.writer.add_scalar(tensorboard_tag(key), value, record["step"])
-            self.writer.flush()
+        scalars = scalars_of(record)
+        for tracker in self.trackers:
+            tracker.log(scalars, record["step"])
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-def tensorboard_tag(key: str) -> str:
-    """A metrics.jsonl key as a TensorBoard tag in one of two groups, so the held-out
-    curves sit apart from the training ones: eval_mlm_loss -> eval/mlm_loss, mlm_loss ->
-    train/mlm_loss."""
-    if key.startswith("eval_"):
-        return f"eval/{key.removeprefix('eval_')}"
-    return f"train/{key}"
-
-
-def _tensorboard(run: Path, resume_step: int) -> Any:
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:  # tensorboard is optional: pip install 'clozeworks[tensorboard]'
-        return None
-    # purge_step drops events a killed run wrote past the checkpoint it resumes from; the
-    # checkpoint's own step was logged before it was saved, so it stays.
-    purge = resume_step + 1 if resume_step else None
-    return SummaryWriter(str(run / "tensorboard"), purge_step=purge)
+        for tracker in self.trackers:
+            tracker.close()
 
 
 def read_resumes(run: Path) -> list[int]:

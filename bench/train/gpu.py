@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         precision="bf16" if cuda else "fp32",
         compile=args.compile,
         unpad=args.unpad,
-        tensorboard=False,
+        report_to=(),
     )
     config = replace(config, optim=replace(config.optim, warmup_steps=0, warmup_ratio=None))
     with tempfile.TemporaryDirectory() as tmp:

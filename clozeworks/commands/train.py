@@ -38,6 +38,7 @@ from clozeworks.trainer.families import FAMILIES
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
 from clozeworks.trainer.presets import MODEL_PRESETS, preset
+from clozeworks.trainer.tracking import TRACKERS, default_trackers, require_installed
 
 HELP = "shards -> trained model run directory"
 BEAM = False
@@ -164,11 +165,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="GB",
         help="most disk the shard cache may use (least recently used shards go first)",
     )
-    p.add_argument(
-        "--tensorboard",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="also log to TensorBoard (when installed)",
+    trackers = p.add_mutually_exclusive_group()
+    trackers.add_argument(
+        "--report-to",
+        type=_trackers,
+        metavar="LIST",
+        help=f"comma-separated trackers beside metrics.jsonl, from: {', '.join(TRACKERS)}; "
+        "or none (default: tensorboard when installed); each an extra, configured by its own "
+        "environment variables (WANDB_MODE=offline, MLFLOW_TRACKING_URI)",
+    )
+    trackers.add_argument(
+        "--no-tensorboard",
+        dest="report_to",
+        action="store_const",
+        const=(),
+        help="the same as --report-to none (the switch before --report-to)",
     )
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --output")
@@ -244,7 +255,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "on_error": args.on_error,
         "shard_cache": args.shard_cache,
         "shard_cache_gb": args.shard_cache_gb,
-        "tensorboard": args.tensorboard,
+        "report_to": args.report_to,
     }
     if args.data and is_mixture(args.data):
         top["mixture"] = parse_mixture(args.data)
@@ -325,6 +336,9 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args)
     # A [mixture] in the config names the data; its first set stands for all in messages.
     data = next(iter(config.mixture)) if config.mixture else args.data
+    if config.report_to is None:
+        config = replace(config, report_to=default_trackers())
+    require_installed(config.report_to)
     if args.print_config:
         # With shards, what the run will use: their vocabulary, pad id and pair objective.
         print(
@@ -358,3 +372,16 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         line += f"; held-out {name.upper()} accuracy {accuracy:.3f}"
     print(f"{line}; run in {args.output}")
     return 0
+
+
+def _trackers(text: str) -> tuple[str, ...]:
+    """`--report-to`'s list; `none` for no tracker. ValueError naming an unknown one."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names == ("none",):
+        return ()
+    unknown = [n for n in names if n not in TRACKERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown tracker(s) {', '.join(unknown)}; choose from {', '.join(TRACKERS)}, none"
+        )
+    return names

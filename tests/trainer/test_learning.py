@@ -71,7 +71,7 @@ def test_bert_tiny_beats_the_frequency_baseline_on_held_out_docstrings(
         log_every=50,
         eval_data=str(held),
         eval_batches=20,
-        tensorboard=False,
+        report_to=(),
     )
     summary = train(config, train_set, tmp_path / "run", progress=False)
     assert summary.eval is not None

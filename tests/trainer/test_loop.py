@@ -32,7 +32,7 @@ def tiny_config(**kw) -> TrainConfig:
         keep=10,
         log_every=2,
         shuffle_buffer=64,
-        tensorboard=False,
+        report_to=(),
     )
     return replace(base, **kw)
 
@@ -159,9 +159,9 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) ->
 def test_tensorboard_gets_the_logged_scalars(shards_dir, tmp_path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from clozeworks.trainer.metrics import tensorboard_tag
+    from clozeworks.trainer.tracking import tensorboard_tag
 
-    config = replace(tiny_config(max_steps=4), tensorboard=True)
+    config = replace(tiny_config(max_steps=4), report_to=("tensorboard",))
     train(config, shards_dir, tmp_path / "run", progress=False)
     events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
     events.Reload()
@@ -178,7 +178,7 @@ def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = tmp_path / "run"
-    config = replace(tiny_config(max_steps=8), tensorboard=True)
+    config = replace(tiny_config(max_steps=8), report_to=("tensorboard",))
     train(config, shards_dir, run, progress=False)
     # As if killed after logging step 8 but before its checkpoint was committed: the
     # resume starts from step 4 and logs steps 6 and 8 a second time.

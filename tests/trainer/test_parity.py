@@ -38,7 +38,7 @@ def test_hf_bert_from_our_weights_tracks_our_loss(nsp_shards, tmp_path) -> None:
         log_every=1,
         save_every=STEPS,
         shuffle_buffer=256,
-        tensorboard=False,
+        report_to=(),
     )
     train(config, nsp_shards, tmp_path / "run", progress=False)
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
