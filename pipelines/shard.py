@@ -22,6 +22,7 @@ from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards import dealing
 from clozeworks.corpus.shards.blocks import prepare_output_dir, write_manifest
 from clozeworks.corpus.shards.instances import Specials
+from clozeworks.corpus.shards.provenance import PROVENANCE_GLOB
 from clozeworks.corpus.shards.recipes import Recipe
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.files import read_token_counts
@@ -32,6 +33,7 @@ from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun
+from clozeworks.pipelines.provenance import WriteProvenance
 from clozeworks.pipelines.read_store import (
     DOCUMENTS_READ,
     ReadDocumentTables,
@@ -49,7 +51,7 @@ from clozeworks.pipelines.write_shards import (
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.manifest import token_dtype_for as _dtype
-from clozeworks.schemas.sidecars import TOKENIZER_DIR, names_of
+from clozeworks.schemas.sidecars import PROVENANCE_DIR, TOKENIZER_DIR, names_of
 from clozeworks.schemas.stats import StoreStats
 
 __all__ = ["BuildShards", "ShardConfig", "plan_shards", "run_shard"]
@@ -161,12 +163,28 @@ def run_shard(
             # pyarrow Tables: whole row groups of the store, never one dict per document.
             tables = p | "Read" >> ReadDocumentTables(config.input, ["id", "text"])
             _ = tables | "BuildShards" >> BuildShards(config, plan, out, staging, shuffle)
+            if config.provenance:
+                staged = BEAM_FS.join(staging, "provenance")
+                _ = p | "Provenance" >> WriteProvenance(config.input, staged, config.seed)
         infos = read_infos(staging)
-        BEAM_FS.remove_tree(staging)
         if not infos:
             raise BadInputError(f"{config.input}: no text to make sequences from")
         run.check_locks()
+        _place_provenance(BEAM_FS.join(staging, "provenance"), out, config.provenance)
+        BEAM_FS.remove_tree(staging)
         return _commit(config, plan, out, infos, run.counters)
+
+
+def _place_provenance(staged: str, out: str, made: bool) -> None:
+    """The new provenance table in place of the old one (none when not `made`): before the
+    manifest, which is written last."""
+    target = BEAM_FS.join(out, PROVENANCE_DIR)
+    BEAM_FS.remove_tree(target)
+    if not made:
+        return
+    parts = BEAM_FS.match(BEAM_FS.join(staged, PROVENANCE_GLOB))
+    BEAM_FS.mkdirs(target)
+    BEAM_FS.rename(parts, [BEAM_FS.join(target, p.rsplit("/", 1)[-1]) for p in parts])
 
 
 def _commit(

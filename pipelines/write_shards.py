@@ -93,6 +93,11 @@ class _WriteShard(FileSystemsDoFn):
                 segments=part.segments if self.pairs else None,
                 labels=part.labels if self.pairs else None,
                 predictions=predictions,
+                documents=(
+                    (part.docs, part.doc_offsets)
+                    if part.docs is not None and part.doc_offsets is not None
+                    else None
+                ),
             )
 
     def process(

@@ -19,6 +19,8 @@ STATS_FILE = ".stats.json"
 MANIFEST_FILE = ".manifest.json"
 # A copy of the tokenizer the shards were encoded with, so a shard set is self-contained.
 TOKENIZER_DIR = ".tokenizer"
+# `cloze shard --provenance`: the documents the sequences were made from, by key.
+PROVENANCE_DIR = ".provenance"
 
 LEGACY_NAMES = {
     STATS_FILE: "stats.json",

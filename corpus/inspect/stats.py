@@ -309,6 +309,7 @@ class BlockStats:
         """What is wrong with the arrays' shapes and types, before anything indexes them."""
         wanted = {"tokens": "=", "offsets": "iu", "segments": "iu", "labels": "iu"}
         wanted.update(mlm_positions="iu", mlm_offsets="iu", mlm_labels="=")
+        wanted.update(docs="u", doc_offsets="iu")
         for name, kinds in wanted.items():
             array = getattr(block, name)
             if array is None:

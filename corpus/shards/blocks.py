@@ -40,6 +40,8 @@ MEMBERS = (
     "mlm_positions",
     "mlm_offsets",
     "mlm_labels",
+    "docs",
+    "doc_offsets",
 )
 
 
@@ -68,6 +70,9 @@ class Block:
     mlm_positions: np.ndarray | None = None
     mlm_offsets: np.ndarray | None = None
     mlm_labels: np.ndarray | None = None
+    # `--provenance`: sequence i holds the documents keyed `docs[doc_offsets[i]:...[i + 1]]`.
+    docs: np.ndarray | None = None
+    doc_offsets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -96,8 +101,10 @@ def make_block(
     segments: Sequence[int] | None = None,
     labels: Sequence[int] | None = None,
     predictions: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+    documents: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Block:
-    """Pack sequences (and per-sequence extras) into a `Block` with the on-disk dtypes."""
+    """Pack sequences (and per-sequence extras) into a `Block` with the on-disk dtypes;
+    `documents`: (keys, offsets) of the documents each sequence holds."""
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
     offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -122,6 +129,9 @@ def make_block(
             [np.asarray(p[1]).astype(token_dtype) for p in predictions]
             or [np.zeros(0, token_dtype)]
         )
+    if documents is not None:
+        block.docs = np.asarray(documents[0], dtype=np.uint64)
+        block.doc_offsets = np.asarray(documents[1], dtype=np.int64)
     return block
 
 
@@ -188,6 +198,14 @@ def _check_block(block: Block, shard: str, key: str) -> None:
             raise bad("pre-masked arrays are incomplete")
         if mo[-1] != len(block.mlm_positions) or len(block.mlm_positions) != len(block.mlm_labels):
             raise bad("mlm_offsets, mlm_positions and mlm_labels disagree")
+    if (block.docs is None) != (block.doc_offsets is None):
+        raise bad("docs and doc_offsets go together")
+    if block.doc_offsets is not None and block.docs is not None:
+        do = block.doc_offsets
+        if do.ndim != 1 or len(do) != n + 1 or do[0] != 0 or np.any(np.diff(do) < 0):
+            raise bad(f"doc_offsets are not {n + 1} non-decreasing entries from 0")
+        if do[-1] != len(block.docs):
+            raise bad(f"doc_offsets end at {do[-1]} but there are {len(block.docs)} docs")
 
 
 class ShardWriter:

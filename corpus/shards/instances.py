@@ -155,8 +155,10 @@ class SequenceBatch:
 
     Sequence i is `tokens[offsets[i]:offsets[i + 1]]`; `keys` (uint64) order the global
     shuffle; `segments` / `labels` are -1 outside pair modes; `copies` is the dupe-factor
-    copy. One pickled batch costs about what its arrays do, where one element per sequence
-    costs Beam tens of microseconds each.
+    copy; with provenance, sequence i holds the documents whose keys are
+    `docs[doc_offsets[i]:doc_offsets[i + 1]]`, in the order their tokens come. One pickled
+    batch costs about what its arrays do, where one element per sequence costs Beam tens of
+    microseconds each.
     """
 
     keys: np.ndarray
@@ -165,12 +167,17 @@ class SequenceBatch:
     segments: np.ndarray
     labels: np.ndarray
     copies: np.ndarray
+    docs: np.ndarray | None = None
+    doc_offsets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def to_arrays(self) -> list[np.ndarray]:
-        return [self.keys, self.tokens, self.offsets, self.segments, self.labels, self.copies]
+        arrays = [self.keys, self.tokens, self.offsets, self.segments, self.labels, self.copies]
+        if self.docs is not None and self.doc_offsets is not None:
+            arrays += [self.docs, self.doc_offsets]
+        return arrays
 
     @classmethod
     def from_arrays(cls, arrays: Sequence[np.ndarray]) -> SequenceBatch:
@@ -193,8 +200,10 @@ class SequenceBatch:
         copy: int = 0,
         segments: np.ndarray | None = None,
         labels: np.ndarray | None = None,
+        docs: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> SequenceBatch:
-        """Sequence i = `tokens[bounds[i]:bounds[i + 1]]`, with its key, all of copy `copy`."""
+        """Sequence i = `tokens[bounds[i]:bounds[i + 1]]`, with its key, all of copy `copy`;
+        `docs`: (document keys, offsets) when the sequences' documents are recorded."""
         n = len(keys)
         return cls(
             keys=np.asarray(keys, dtype=np.uint64),
@@ -203,6 +212,8 @@ class SequenceBatch:
             segments=np.full(n, -1, np.int16) if segments is None else segments.astype(np.int16),
             labels=np.full(n, -1, np.int8) if labels is None else labels.astype(np.int8),
             copies=np.full(n, copy, dtype=np.int16),
+            docs=None if docs is None else np.asarray(docs[0], dtype=np.uint64),
+            doc_offsets=None if docs is None else np.asarray(docs[1], dtype=np.int64),
         )
 
     @classmethod
@@ -234,6 +245,11 @@ class SequenceBatch:
         """The sequences at `index`, in that order."""
         starts = self.offsets[:-1][index]
         lengths = self.offsets[1:][index] - starts
+        docs = doc_offsets = None
+        if self.docs is not None and self.doc_offsets is not None:
+            first = self.doc_offsets[:-1][index]
+            counts = self.doc_offsets[1:][index] - first
+            docs, doc_offsets = ranges.gather(self.docs, first, counts), ranges.offsets(counts)
         return SequenceBatch(
             keys=self.keys[index],
             tokens=ranges.gather(self.tokens, starts, lengths),
@@ -241,6 +257,8 @@ class SequenceBatch:
             segments=self.segments[index],
             labels=self.labels[index],
             copies=self.copies[index],
+            docs=docs,
+            doc_offsets=doc_offsets,
         )
 
     @classmethod
@@ -252,6 +270,13 @@ class SequenceBatch:
             [np.zeros(1, dtype=np.int64)]
             + [b.offsets[1:] + s for b, s in zip(batches, shifts, strict=True)]
         )
+        docs = doc_offsets = None
+        held = [(b.docs, b.doc_offsets) for b in batches]
+        if all(d is not None and o is not None for d, o in held):
+            docs = np.concatenate([d for d, _ in held if d is not None])
+            doc_offsets = ranges.offsets(
+                np.concatenate([np.diff(o) for _, o in held if o is not None])
+            )
         return cls(
             keys=np.concatenate([b.keys for b in batches]),
             tokens=np.concatenate([b.tokens for b in batches]),
@@ -259,4 +284,6 @@ class SequenceBatch:
             segments=np.concatenate([b.segments for b in batches]),
             labels=np.concatenate([b.labels for b in batches]),
             copies=np.concatenate([b.copies for b in batches]),
+            docs=docs,
+            doc_offsets=doc_offsets,
         )

@@ -96,6 +96,8 @@ class ShardSpec:
             members |= {"segments", "labels"}
         if manifest.premask is not None:
             members |= {"mlm_positions", "mlm_offsets", "mlm_labels"}
+        if manifest.settings.get("provenance"):
+            members |= {"docs", "doc_offsets"}
         return cls(
             name=info.name,
             sequences=info.sequences,

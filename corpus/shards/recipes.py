@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clozeworks.corpus.shards import arrays, dealing
+from clozeworks.corpus.shards import arrays, dealing, ranges
 from clozeworks.corpus.shards import keys as rk
 from clozeworks.corpus.shards.instances import (
     SequenceBatch,
@@ -30,7 +30,13 @@ from clozeworks.corpus.shards.instances import (
     pack_stream,
     single_sequences,
 )
-from clozeworks.corpus.shards.pairs import NUM_LABELS, PairCounts, make_pairs, pair_sequences
+from clozeworks.corpus.shards.pairs import (
+    NUM_LABELS,
+    PairCounts,
+    PairSpans,
+    make_pairs,
+    pair_sequences,
+)
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.shards.tokenize import DocumentEncoder, TokenizedBatch
 from clozeworks.schemas.errors import BadInputError
@@ -183,19 +189,44 @@ def packed(
     fits = np.flatnonzero(ends - starts <= r.capacity)
     starts, ends, doc, number = starts[fits], ends[fits], doc[fits], number[fits]
     tokens, seq_bounds = single_sequences(batch.ids, starts, ends, r.specials)
-    made = copies(r, keys[doc], (_CHUNK, number), tokens, seq_bounds)
+    docs = one_each(keys[doc]) if r.shard.provenance else None
+    made = copies(r, keys[doc], (_CHUNK, number), tokens, seq_bounds, docs)
     return made, left_out(batch, r.capacity, r.cut)
 
 
 def stream(r: Recipe, group: int, parts: Iterable[GroupPart]) -> tuple[list[SequenceBatch], Counts]:
     """full-sentences: a group's documents packed as one stream in document-key order
     (`corpus.shards.instances.pack_stream`), every dupe-factor copy."""
-    docs = GroupPart.gather(parts).docs  # by document key: the same stream every run
+    gathered = GroupPart.gather(parts)  # by document key: the same stream every run
+    docs = gathered.docs
     tokens_in, lo, hi = pack_stream(docs, r.capacity, r.specials.sep, r.cut)
     tokens, bounds = single_sequences(tokens_in, lo, hi, r.specials)
     base = np.array([rk.string_key(r.shard.seed, f"stream\x00{group}")], dtype=np.uint64)
-    made = copies(r, base, (np.arange(len(lo)),), tokens, bounds)
+    held = stream_documents(docs, gathered.keys, lo, hi) if r.shard.provenance else None
+    made = copies(r, base, (np.arange(len(lo)),), tokens, bounds, held)
     return made, left_out(docs, r.capacity, r.cut)
+
+
+def one_each(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Provenance of sequences that each hold one document, whose keys are `keys`."""
+    return keys, np.arange(len(keys) + 1, dtype=np.int64)
+
+
+def stream_documents(
+    docs: TokenizedBatch, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The documents each of `pack_stream`'s blocks `stream[lo:hi]` holds tokens of, in
+    order: (their keys, offsets). The stream has a separator between documents with tokens,
+    so the k-th of them spans `[start + k, end + k)` of its own token range."""
+    bounds = docs.token_bounds()
+    filled = np.flatnonzero(np.diff(bounds) > 0)
+    shift = np.arange(len(filled), dtype=np.int64)
+    starts, ends = bounds[filled] + shift, bounds[filled + 1] + shift
+    first = np.searchsorted(ends, lo, side="right")  # the first document ending past lo
+    last = np.searchsorted(starts, hi, side="left") - 1  # the last one starting before hi
+    counts = np.maximum(last - first + 1, 0)
+    held = filled[ranges.range_positions(first, counts)]
+    return keys[held], ranges.offsets(counts)
 
 
 def pairs(
@@ -219,12 +250,25 @@ def pairs(
             ) from None
         tokens, bounds, segments = pair_sequences(docs.ids, spans, r.specials)
         pair_keys = rk.derive(keys[spans.doc], _PAIR, spans.step, copy)
+        held = pair_documents(keys, spans) if s.provenance else None
         out.append(
-            SequenceBatch.of(pair_keys, tokens, bounds, r.token_dtype, copy, segments, spans.label)
+            SequenceBatch.of(
+                pair_keys, tokens, bounds, r.token_dtype, copy, segments, spans.label, held
+            )
         )
         labels += np.bincount(spans.label, minlength=len(labels))
     counts = {f"pairs.label_{label}": n for label, n in enumerate(labels.tolist()) if n}
     return out, {**counts, **counted.as_counters()}
+
+
+def pair_documents(keys: np.ndarray, spans: PairSpans) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's document, then the one its random B came from (if any): (keys, offsets)."""
+    borrowed = spans.random_doc >= 0
+    offsets = ranges.offsets(1 + borrowed.astype(np.int64))
+    held = np.empty(offsets[-1], dtype=np.uint64)
+    held[offsets[:-1]] = keys[spans.doc]
+    held[offsets[:-1][borrowed] + 1] = keys[spans.random_doc[borrowed]]
+    return held, offsets
 
 
 def from_group(
@@ -245,10 +289,14 @@ def copies(
     fields: tuple[int | np.ndarray, ...],
     tokens: np.ndarray,
     bounds: np.ndarray,
+    docs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[SequenceBatch]:
-    """The sequences once per dupe-factor copy, copy c keyed by `derive(keys, *fields, c)`."""
+    """The sequences once per dupe-factor copy, copy c keyed by `derive(keys, *fields, c)`;
+    `docs`: the documents each holds, when recorded."""
     return [
-        SequenceBatch.of(rk.derive(keys, *fields, copy), tokens, bounds, r.token_dtype, copy)
+        SequenceBatch.of(
+            rk.derive(keys, *fields, copy), tokens, bounds, r.token_dtype, copy, docs=docs
+        )
         for copy in range(r.shard.dupe_factor)
     ]
 

@@ -61,6 +61,12 @@ class ShardSettings:
     max_predictions: int | None = setting(
         None, "cap on masked positions per sequence (default: round(0.15 x max length))"
     )
+    # Which documents each sequence holds, so a sequence can be traced to its documents'
+    # ids, sources and `meta` (labels, provenance): `KEY.docs.npy` in every block and a
+    # table beside the shards (corpus/shards/provenance.py). Off, the shards are as before.
+    provenance: bool = setting(
+        False, "record each sequence's documents, with their ids, sources and meta"
+    )
     # Masked share of a pre-masked sequence; BERT's 15%, no flag.
     mask_prob: float = 0.15
 
@@ -123,4 +129,5 @@ class ShardSettings:
             ),
             "sentence_splitter": "sentencex" if self.mode != "single" else None,
             "language": self.language,
+            "provenance": self.provenance,
         }
