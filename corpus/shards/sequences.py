@@ -52,7 +52,7 @@ def sequences(source: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def _unpack(block: Block, table: dict[int, dict[str, Any]] | None) -> Iterator[dict[str, Any]]:
-    held = None
+    held: list[list[Any]] | None = None
     if block.docs is not None and block.doc_offsets is not None:
         if table:
             held = list(documents_of(block.docs, block.doc_offsets, table))
