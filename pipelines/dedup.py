@@ -41,7 +41,7 @@ from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX
 from clozeworks.schemas.errors import ClozeError, SettingError
-from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
+from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_at_least, check_choices, setting
 from clozeworks.schemas.sidecars import STATS_FILE
 from clozeworks.schemas.stats import StoreStats
 
@@ -72,7 +72,7 @@ class DedupSettings:
     num_perm: int = setting(256, "MinHash permutations")
     bands: int | None = setting(None, "LSH bands (default: optimal for --threshold)")
     rows: int | None = setting(None, "rows per band (default: optimal)")
-    seed: int = setting(42, "MinHash seed", bounds=SEEDS)
+    seed: int = setting(DEFAULT_SEED, "MinHash seed", bounds=SEEDS)
     # Weight of missed pairs when choosing bands x rows (false candidates get 1 - it); None
     # picks by --verify. text-dedup's optimal_param weighs both equally. Without verification
     # every candidate is merged, so 0.8 keeps false candidates rare (21 bands x 12 rows at

@@ -20,6 +20,10 @@ _NO_DEFAULT: Any = dataclasses.MISSING
 # 64-bit one, so both take this range.
 SEED_MAX = 2**63 - 1
 SEEDS = (0, SEED_MAX)
+# Every verb's --seed defaults to this one number, so a build and its stages run one by
+# one agree, and a user who sets none gets one seed to remember: the random_seed of BERT's
+# create_pretraining_data.py, the family's first reference pipeline.
+DEFAULT_SEED = 12345
 
 
 def setting(

@@ -21,7 +21,7 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, PRECISIONS
 from clozeworks.schemas.masking import MaskingSettings
-from clozeworks.schemas.settings import SEED_MAX
+from clozeworks.schemas.settings import DEFAULT_SEED, SEED_MAX
 from clozeworks.schemas.validate import loads
 from clozeworks.trainer.tracking import check_trackers
 
@@ -234,7 +234,7 @@ class TrainConfig:
     # Micro-batches per optimizer step; the global batch is batch_size x grad_accum x ranks.
     grad_accum: int = 1
     max_steps: int = 1_000
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     save_every: int = 500
     keep: int = 3
     log_every: int = 10

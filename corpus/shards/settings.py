@@ -11,6 +11,7 @@ from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.kinds import PACKED_MODES, PAIR_MODES, MaskKind, RuleSet, ShardMode
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import (
+    DEFAULT_SEED,
     SEEDS,
     check_at_least,
     check_between,
@@ -35,7 +36,7 @@ def default_max_predictions(max_seq_len: int) -> int:
 class ShardSettings:
     mode: ShardMode = setting("full-sentences", "what a sequence is (docs/design.md)")
     max_seq_len: int = setting(128, "tokens per sequence, specials in")
-    seed: int = setting(12345, "same seed, same shards", bounds=SEEDS)
+    seed: int = setting(DEFAULT_SEED, "same seed, same shards", bounds=SEEDS)
     block_size: int = setting(512, "sequences per tar sample")
     num_shards: int | None = setting(None, "exact number of shards")
     sequences_per_shard: int | None = setting(8192, "shard size when --num-shards is not given")

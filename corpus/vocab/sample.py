@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clozeworks.schemas.errors import SettingError, UsageError
-from clozeworks.schemas.settings import SEEDS, check_choices, setting
+from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_choices, setting
 
 # SentencePiece's advice is about 10M sentences; 1 GB of text is of that order and keeps the
 # trainer's word table in a few GB of memory on any corpus.
@@ -67,7 +67,7 @@ class SampleRates:
 def plan_rates(
     documents: int,
     text_bytes: int,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     sample_docs: int | None = None,
     sample_bytes: int | None = DEFAULT_SAMPLE_BYTES,
     heldout_docs: int = DEFAULT_HELDOUT_DOCS,
@@ -119,7 +119,7 @@ class SampleSettings:
         metavar="SIZE",
         parse=parse_size,
     )
-    seed: int = setting(0, "seed of the samples", bounds=SEEDS)
+    seed: int = setting(DEFAULT_SEED, "seed of the samples", bounds=SEEDS)
     heldout_docs: int = setting(
         DEFAULT_HELDOUT_DOCS,
         "documents held out to measure the vocabulary (at most 5% of the store)",

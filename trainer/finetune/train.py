@@ -21,7 +21,7 @@ from torch import nn
 
 from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import SettingError
-from clozeworks.schemas.settings import SEEDS, check_at_least, check_choices, setting
+from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_at_least, check_choices, setting
 from clozeworks.trainer.finetune import metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
@@ -43,7 +43,7 @@ class FinetuneSettings:
     max_seq_len: int = setting(
         128, "tokens per example (per window for question answering; BERT used 384 there)"
     )
-    seed: int = setting(0, "head init, order and dropout", bounds=SEEDS)
+    seed: int = setting(DEFAULT_SEED, "head init, order and dropout", bounds=SEEDS)
     eval_batch_size: int = 128
     device: str = setting("auto", "auto, cpu, cuda, cuda:N")
 

@@ -33,7 +33,7 @@ def test_samples_depend_on_seed_and_id_only_and_nest() -> None:
 
 def test_plan_rates() -> None:
     # Held out: 1000 of 100k docs; the rest trained on unless a limit says otherwise.
-    assert plan_rates(100_000, 10**9, sample_bytes=None) == SampleRates(0, 0.99, 0.01)
+    assert plan_rates(100_000, 10**9, sample_bytes=None) == SampleRates(12345, 0.99, 0.01)
     # Small stores give at most 5% to the held-out sample.
     assert plan_rates(1000, 10**6, sample_bytes=None).heldout == 0.05
     # The smaller of the two limits wins.
