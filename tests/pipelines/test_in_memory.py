@@ -37,9 +37,9 @@ def _chain(root: Path, raw: Path) -> dict[str, dict[str, str]]:
         )
     )
     vocab = VocabConfig(kind="wordpiece", vocab_size=1200)
-    run_vocab(VocabRunConfig(inputs=[str(root / "docs")], output=str(root / "tok"), vocab=vocab))
+    run_vocab(VocabRunConfig(input=str(root / "docs"), output=str(root / "tok"), vocab=vocab))
     config = ShardConfig(
-        inputs=[str(root / "docs")],
+        input=str(root / "docs"),
         tokenizer=str(root / "tok"),
         output=str(root / "shards"),
         mode="nsp",
