@@ -62,7 +62,7 @@ def test_hf_bert_from_our_weights_tracks_our_loss(nsp_shards, tmp_path) -> None:
         eps=1e-6,
     )
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear(5, STEPS))
-    data = ShardDataset(nsp_shards, batch_size=16, seed=0, shuffle_buffer=256)
+    data = ShardDataset(nsp_shards, batch_size=16, seed=config.seed, shuffle_buffer=256)
     theirs = []
     for batch in data.loader():
         out = hf(**batch)
