@@ -140,13 +140,13 @@ def main() -> None:
     say(
         "7 trackers",
         "cloze train --report-to mlflow",
-        f"exit {r.returncode}: {last(r.stdout + r.stderr)}",
+        outcome(r),
     )
     r = v.run(*train, "--output", "run-fp16", "--precision", "fp16", "--max-steps", "20")
     say(
         "7 fp16",
         "cloze train --precision fp16",
-        f"exit {r.returncode}: {last(r.stdout + r.stderr)}",
+        outcome(r),
     )
     r = v.run("export", "--run", "run", "--output", "hf")
     card = (work / "hf" / "README.md").is_file()
