@@ -38,6 +38,7 @@ from clozeworks.corpus.text.readers import (
     plan_parquet_reads,
     plan_reads,
     read_task,
+    strip_compression,
     with_bases,
 )
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
@@ -46,6 +47,9 @@ from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
+WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv")
+# What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
+DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
 # Counter prefix: documents read that had a meta field (clean sums them into stats.json).
 META_FOUND = "meta_found."
 # Progress count (pipelines.progress): raw input bytes read.
@@ -82,6 +86,7 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
                 matched = _match(pattern)
                 root = pattern.rsplit("/", 1)[0] if "/" in pattern.rstrip("/") else "."
         matched = [m for m in matched if not _hidden(m) and not os.path.isdir(m)]
+        matched = _without_datasets_sidecars(matched)
         if not matched:
             raise BadInputError(f"{pattern}: no such file or directory (or nothing in it)")
         for path in matched:
@@ -98,6 +103,17 @@ def named_inputs(patterns: Sequence[str]) -> list[tuple[str, str]]:
             )
         seen[name] = path
     return sorted(named.items())
+
+
+def _without_datasets_sidecars(paths: list[str]) -> list[str]:
+    """`paths` less the description files of `datasets.save_to_disk` directories (those
+    with .arrow files): reading them as jsonl would find no text in them."""
+    arrow_dirs = {p.rsplit("/", 1)[0] for p in paths if strip_compression(p).endswith(".arrow")}
+    return [
+        p
+        for p in paths
+        if not (p.rsplit("/", 1)[-1] in DATASETS_SIDECARS and p.rsplit("/", 1)[0] in arrow_dirs)
+    ]
 
 
 # Why an input file is left out: it cannot be read, and a corpus of many files is better
@@ -225,6 +241,9 @@ class _PlanReads(FileSystemsDoFn):
 
     def _plan(self, path: str) -> Iterable[ReadTask]:
         fmt = self.fmt or detect_format(path)
+        if fmt in WHOLE_FILE_FORMATS:
+            # Arrow streams and CSV (quoted fields may span lines) are read from the start.
+            return [ReadTask(path, fmt)]
         if fmt != "parquet":
             return plan_reads(path, fmt, _file_size(path), self.doc_sep, self.chunk_bytes)
         if is_compressed(path):

@@ -1,9 +1,10 @@
 """Read raw text files, normalize and filter them, and write a document store.
 
 Inputs are files, directories (read recursively) or globs, local or on any Beam
-filesystem; .jsonl/.json, .parquet and .txt, each optionally .gz, .zst, .bz2 or .xz.
-Records that cannot be used (bad JSON, bad UTF-8, no text, longer than --max-record-bytes)
-and documents a filter drops are counted by reason in stats.json; --rejects DIR keeps them.
+filesystem; .jsonl/.json, .parquet, .arrow (a datasets.save_to_disk directory as it is),
+.csv/.tsv and .txt, each optionally .gz, .zst, .bz2 or .xz. Records that cannot be used
+(bad JSON or CSV, bad UTF-8, no text, longer than --max-record-bytes) and documents a filter
+drops are counted by reason in .stats.json; --rejects DIR keeps them.
 
 Filters (--filters, comma-separated, applied in order; "gopher" means both Gopher filters):
   length             min/max characters

@@ -25,70 +25,45 @@ import json
 import lzma
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import IO, Any, Literal, cast, get_args
+from typing import IO, Literal, cast, get_args
 
 import zstandard
 
-from clozeworks.corpus.text.fields import FieldRule, meta_of, rule_for
+from clozeworks.corpus.text.fields import meta_of
+from clozeworks.corpus.text.records import (
+    DEFAULT_MAX_RECORD_BYTES,
+    RawDocument,
+    ReadOptions,
+    Rejected,
+    document,
+    lone_surrogate,
+    make_id,
+    sample,
+    too_long,
+)
+from clozeworks.corpus.text.tables import read_arrow, read_csv, read_parquet
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
-Format = Literal["jsonl", "parquet", "txt"]
+# The record types live in corpus/text/records.py; readers of this module find them here too.
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "RawDocument",
+    "ReadOptions",
+    "Rejected",
+    "make_id",
+    "read_parquet",
+]
+
+Format = Literal["jsonl", "parquet", "txt", "arrow", "csv", "tsv"]
 FORMATS: tuple[Format, ...] = get_args(Format)
 # A .txt file is one document, or one per blank-line-separated block.
 DocSep = Literal["file", "blank"]
 DOC_SEPS: tuple[DocSep, ...] = get_args(DocSep)
 COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd", ".bz2", ".xz")
-# Largest record kept (raw bytes). Far above the length filter's default 10M characters of
-# ASCII; a record past it is counted `too_long` without ever being held in memory.
-DEFAULT_MAX_RECORD_BYTES = 32 << 20
 # Byte ranges of a large uncompressed file, as Beam's own file sources use (64 MiB).
 DEFAULT_CHUNK_BYTES = 64 << 20
 _READ_BYTES = 1 << 20
-_SAMPLE_BYTES = 512  # head of a rejected record kept for --rejects
-
-
-@dataclass(frozen=True)
-class RawDocument:
-    id: str
-    text: str
-    source: str
-    meta: str = "{}"
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """A record that is not a usable document; `sample` is the head of its raw bytes."""
-
-    reason: str
-    source: str
-    position: int
-    detail: str = ""
-    sample: str = ""
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    text_field: str = "text"
-    id_field: str | None = None
-    doc_sep: str = "file"
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    # Text and id fields of the files whose source matches (corpus.text.fields).
-    rules: tuple[FieldRule, ...] = ()
-    # Fields kept in each document's `meta` (JSON and Parquet inputs).
-    meta_fields: tuple[str, ...] = ()
-
-    def for_source(self, source: str) -> ReadOptions:
-        """These options with the text and id fields of the first rule `source` matches."""
-        rule = rule_for(self.rules, source)
-        if rule is None:
-            return self
-        return replace(
-            self,
-            text_field=rule.text or self.text_field,
-            id_field=rule.id or self.id_field,
-            rules=(),
-        )
 
 
 @dataclass(frozen=True)
@@ -117,6 +92,9 @@ def detect_format(path: str) -> str:
         return "jsonl"
     if name.endswith(".parquet"):
         return "parquet"
+    for suffix in (".arrow", ".csv", ".tsv"):
+        if name.endswith(suffix):
+            return suffix[1:]
     return "txt"
 
 
@@ -156,14 +134,6 @@ def decompressing(raw: IO[bytes], path: str) -> IO[bytes]:
     if lower.endswith(".xz"):
         return cast(IO[bytes], lzma.LZMAFile(raw))
     return raw
-
-
-def make_id(source: str, position: int) -> str:
-    """Stable id from where a record came from: the same on every rerun of the same input."""
-    return f"{source}#{position}"
-
-
-# --- planning ------------------------------------------------------------------------------
 
 
 def plan_reads(
@@ -253,6 +223,10 @@ def read_task(
         return read_txt_file(stream, source, options)
     if task.fmt == "parquet":
         return read_parquet(stream, source, options, task.start, task.end, task.base)
+    if task.fmt == "arrow":
+        return read_arrow(stream, source, options)
+    if task.fmt in ("csv", "tsv"):
+        return read_csv(stream, source, options, "\t" if task.fmt == "tsv" else ",")
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -326,49 +300,6 @@ def _lines_from(
         lineno += 1
 
 
-def _sample(raw: bytes) -> str:
-    return raw[:_SAMPLE_BYTES].decode("utf-8", errors="replace")
-
-
-def _document(
-    value: Any, source: str, position: int, record_id: Any, raw: bytes = b"", meta: str = "{}"
-) -> RawDocument | Rejected:
-    if value is None:
-        return Rejected("missing_text", source, position, sample=_sample(raw))
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError:
-            return Rejected("bad_utf8", source, position, sample=_sample(raw or value))
-    if not isinstance(value, str):
-        return Rejected("non_string_text", source, position, type(value).__name__, _sample(raw))
-    if not value.strip():
-        return Rejected("empty_text", source, position, sample=_sample(raw))
-    if record_id is not None and (
-        isinstance(record_id, bool) or not isinstance(record_id, (str, int))
-    ):
-        return Rejected("bad_id", source, position, type(record_id).__name__, _sample(raw))
-    doc_id = make_id(source, position) if record_id is None else str(record_id)
-    return RawDocument(doc_id, value, source, meta)
-
-
-def _lone_surrogate(doc: RawDocument | Rejected) -> bool:
-    """Whether a document's text or id cannot be written as UTF-8."""
-    if not isinstance(doc, RawDocument):
-        return False
-    try:
-        doc.text.encode("utf-8")
-        doc.id.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _too_long(source: str, position: int, limit: int) -> Rejected:
-    return Rejected("too_long", source, position, f"longer than {limit} bytes")
-
-
-# Field names a "no text field" message lists.
 MAX_FIELDS_SHOWN = 8
 
 
@@ -391,40 +322,40 @@ def read_jsonl(
     fields: set[str] = set()
     for lineno, _, raw in _lines_from(stream, first, end, options.max_record_bytes):
         if raw is None:
-            yield _too_long(source, lineno, options.max_record_bytes)
+            yield too_long(source, lineno, options.max_record_bytes)
             continue
         if not raw.strip():
             continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            yield Rejected("bad_utf8", source, lineno, str(err), _sample(raw))
+            yield Rejected("bad_utf8", source, lineno, str(err), sample(raw))
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            yield Rejected("bad_json", source, lineno, err.msg, _sample(raw))
+            yield Rejected("bad_json", source, lineno, err.msg, sample(raw))
             continue
         except RecursionError:
-            yield Rejected("bad_json", source, lineno, "nested too deeply", _sample(raw))
+            yield Rejected("bad_json", source, lineno, "nested too deeply", sample(raw))
             continue
         if not isinstance(record, dict):
-            yield Rejected("bad_json", source, lineno, "not an object", _sample(raw))
+            yield Rejected("bad_json", source, lineno, "not an object", sample(raw))
             continue
         objects += 1
         if options.text_field not in record:
             if len(fields) < MAX_FIELDS_SHOWN:
                 fields.update(list(record)[:MAX_FIELDS_SHOWN])
-            yield Rejected("missing_text", source, lineno, options.text_field, _sample(raw))
+            yield Rejected("missing_text", source, lineno, options.text_field, sample(raw))
             continue
         with_text += 1
         record_id = record.get(options.id_field) if options.id_field else None
         meta = meta_of(record, options.meta_fields) if options.meta_fields else "{}"
-        doc = _document(record[options.text_field], source, lineno, record_id, raw, meta)
+        doc = document(record[options.text_field], source, lineno, record_id, raw, meta)
         # Only a JSON escape ("\ud800") can make a lone surrogate: valid JSON, not text.
         # Decoded UTF-8 (txt, Parquet) never holds one, so only such lines are encoded.
-        if b"\\u" in raw and _lone_surrogate(doc):
-            doc = Rejected("bad_utf8", source, lineno, "lone surrogate", _sample(raw))
+        if b"\\u" in raw and lone_surrogate(doc):
+            doc = Rejected("bad_utf8", source, lineno, "lone surrogate", sample(raw))
         yield doc
     if objects and not with_text:
         where = source if start == 0 and end is None else f"{source} (from line {first[1]})"
@@ -443,9 +374,9 @@ def read_txt_file(
     options = options or ReadOptions()
     data = stream.read(options.max_record_bytes + 1)
     if len(data) > options.max_record_bytes:
-        yield _too_long(source, 1, options.max_record_bytes)
+        yield too_long(source, 1, options.max_record_bytes)
         return
-    yield _document(data, source, 1, None, data)
+    yield document(data, source, 1, None, data)
 
 
 def read_txt_blocks(
@@ -463,28 +394,28 @@ def read_txt_blocks(
     if first is None:
         return
     block: list[bytes] = []
-    block_start, size, too_long = 0, 0, False
+    block_start, size, overlong = 0, 0, False
     foreign = not _line_before_blank(stream, first[0])
     for lineno, offset, raw in _lines_from(stream, first, None, limit):
         blank = raw is not None and not raw.strip()
         if blank:
-            if block or too_long:
-                yield _block(block, source, block_start, too_long, limit)
-            block, size, too_long, foreign = [], 0, False, False
+            if block or overlong:
+                yield _block(block, source, block_start, overlong, limit)
+            block, size, overlong, foreign = [], 0, False, False
             continue
         if foreign:  # the rest of a block that started in the range before
             continue
-        if not block and not too_long:
+        if not block and not overlong:
             if end is not None and offset >= end:
                 return
             block_start = lineno
         size += (len(raw) if raw is not None else limit) + 1
         if raw is None or size > limit:
-            too_long, block = True, []
-        elif not too_long:
+            overlong, block = True, []
+        elif not overlong:
             block.append(raw)
-    if block or too_long:
-        yield _block(block, source, block_start, too_long, limit)
+    if block or overlong:
+        yield _block(block, source, block_start, overlong, limit)
 
 
 def _line_before_blank(stream: IO[bytes], offset: int) -> bool:
@@ -504,77 +435,12 @@ def _line_before_blank(stream: IO[bytes], offset: int) -> bool:
 
 
 def _block(
-    lines: list[bytes], source: str, start: int, too_long: bool, limit: int
+    lines: list[bytes], source: str, start: int, overlong: bool, limit: int
 ) -> RawDocument | Rejected:
-    if too_long:
-        return _too_long(source, start, limit)
+    if overlong:
+        return too_long(source, start, limit)
     raw = b"\n".join(lines)
-    return _document(raw, source, start, None, raw)
-
-
-def read_parquet(
-    stream: IO[bytes],
-    source: str,
-    options: ReadOptions | None = None,
-    start: int = 0,
-    end: int | None = None,
-    base: int = 0,
-) -> Iterator[RawDocument | Rejected]:
-    """Rows of row groups [start, end), a small batch at a time; positions are 1-based rows."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    options = options or ReadOptions()
-    try:
-        pf = pq.ParquetFile(stream)
-    except Exception as err:
-        raise BadInputError(f"{source}: not a readable Parquet file ({err})") from None
-    names = pf.schema_arrow.names
-    for field in (options.text_field, options.id_field):
-        if field and field not in names:
-            raise BadInputError(f"{source}: no column {field!r} (columns: {', '.join(names)})")
-        if field and names.count(field) > 1:
-            raise BadInputError(f"{source}: {names.count(field)} columns are named {field!r}")
-        if field and pa.types.is_nested(pf.schema_arrow.field(field).type):
-            kind = pf.schema_arrow.field(field).type
-            raise BadInputError(f"{source}: column {field!r} holds {kind}, not single values")
-    stop = pf.num_row_groups if end is None else end
-    columns = [options.text_field] + ([options.id_field] if options.id_field else [])
-    # Meta columns the file has, each read once (a meta field may be the id or the text).
-    meta_columns = [f for f in options.meta_fields if f in names]
-    columns += [f for f in meta_columns if f not in columns]
-    position = base
-    if start >= stop:
-        return
-    for batch in pf.iter_batches(batch_size=256, row_groups=range(start, stop), columns=columns):
-        texts = _values(batch.column(options.text_field))
-        ids = _values(batch.column(options.id_field)) if options.id_field else None
-        metas = {f: _values(batch.column(f)) for f in meta_columns}
-        for i, text in enumerate(texts):
-            position += 1
-            if isinstance(text, str | bytes) and _exceeds(text, options.max_record_bytes):
-                yield _too_long(source, position, options.max_record_bytes)
-                continue
-            meta = meta_of({f: v[i] for f, v in metas.items()}, meta_columns) if metas else "{}"
-            yield _document(text, source, position, None if ids is None else ids[i], meta=meta)
-
-
-def _values(column: Any) -> list[Any]:
-    """A column's values; Parquet does not validate its strings, so a column whose bytes are
-    not UTF-8 is read as bytes and each bad value is rejected as bad_utf8 on its own."""
-    import pyarrow as pa
-
-    try:
-        return list(column.to_pylist())
-    except UnicodeDecodeError:
-        return list(column.cast(pa.binary()).to_pylist())
-
-
-def _exceeds(value: str | bytes, limit: int) -> bool:
-    """Whether `value` takes more than `limit` bytes as UTF-8 (encoding only when unsure)."""
-    if isinstance(value, bytes) or len(value) > limit:
-        return len(value) > limit
-    return len(value) * 4 > limit and len(value.encode("utf-8", "surrogatepass")) > limit
+    return document(raw, source, start, None, raw)
 
 
 def parquet_layout(stream: IO[bytes], source: str) -> tuple[list[int], list[int]]:
