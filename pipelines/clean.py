@@ -28,8 +28,10 @@ from clozeworks.corpus.text.readers import (
     Format,
     RawDocument,
     Rejected,
+    detect_format,
     is_compressed,
 )
+from clozeworks.corpus.text.wiki import require_parser
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Bar
@@ -294,6 +296,10 @@ def run_clean(
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress, "clean") as run:
         files = named_inputs(config.inputs)
+        if (config.fmt or "") == "mediawiki" or any(
+            detect_format(path) == "mediawiki" for path, _ in files
+        ):
+            require_parser()  # before a worker meets a dump without its parser
         skipped = skipped_inputs(config.inputs)
         staging = run.stage(config.output)
         rejects_staging = run.stage(config.rejects) if config.rejects else None

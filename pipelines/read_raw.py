@@ -47,7 +47,7 @@ from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
-WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv")
+WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki")
 # What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
 DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
 # Counter prefix: documents read that had a meta field (clean sums them into stats.json).

@@ -42,6 +42,7 @@ from clozeworks.corpus.text.records import (
     too_long,
 )
 from clozeworks.corpus.text.tables import read_arrow, read_csv, read_parquet
+from clozeworks.corpus.text.wiki import read_mediawiki
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
@@ -55,7 +56,7 @@ __all__ = [
     "read_parquet",
 ]
 
-Format = Literal["jsonl", "parquet", "txt", "arrow", "csv", "tsv"]
+Format = Literal["jsonl", "parquet", "txt", "arrow", "csv", "tsv", "mediawiki"]
 FORMATS: tuple[Format, ...] = get_args(Format)
 # A .txt file is one document, or one per blank-line-separated block.
 DocSep = Literal["file", "blank"]
@@ -95,6 +96,8 @@ def detect_format(path: str) -> str:
     for suffix in (".arrow", ".csv", ".tsv"):
         if name.endswith(suffix):
             return suffix[1:]
+    if name.endswith(".xml") and "pages-" in name.rsplit("/", 1)[-1]:
+        return "mediawiki"  # enwiki-latest-pages-articles.xml, ...-multistream.xml
     return "txt"
 
 
@@ -225,6 +228,8 @@ def read_task(
         return read_parquet(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "arrow":
         return read_arrow(stream, source, options)
+    if task.fmt == "mediawiki":
+        return read_mediawiki(stream, source, options)
     if task.fmt in ("csv", "tsv"):
         return read_csv(stream, source, options, "\t" if task.fmt == "tsv" else ",")
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -117,6 +117,8 @@ def values(column: Any) -> list[Any]:
         return list(column.to_pylist())
     except UnicodeDecodeError:
         return list(column.cast(pa.binary()).to_pylist())
+    except (OverflowError, ValueError) as err:  # a date or time Python cannot hold
+        raise pa.ArrowInvalid(f"a {column.type} value out of Python's range ({err})") from None
 
 
 def exceeds(value: str | bytes, limit: int) -> bool:

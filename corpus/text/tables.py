@@ -63,13 +63,27 @@ def read_arrow(
         else:
             reader = ipc.open_stream(pa.input_stream(_Prefixed(head, stream)))
             batches = reader
-    except (pa.ArrowInvalid, OSError) as err:
+        columns = check_columns(reader.schema, source, options)
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as err:  # a column name not UTF-8
         raise BadInputError(f"{source}: not a readable Arrow IPC file ({err})") from None
-    columns = check_columns(reader.schema, source, options)
     try:
-        yield from batch_documents((b.select(columns) for b in batches), source, options, 0)
-    except pa.ArrowInvalid as err:  # a batch cut short or damaged, found mid-file
+        yield from batch_documents((_whole(b.select(columns)) for b in batches), source, options, 0)
+    except (pa.ArrowInvalid, OSError) as err:  # a batch cut short or damaged, found mid-file
         raise BadInputError(f"{source}: cannot read past a damaged record batch ({err})") from None
+
+
+def _whole(batch: Any) -> Any:
+    """`batch`, its offsets and lengths checked: an IPC reader takes them on trust, and a
+    damaged one would crash the conversion to Python strings (ArrowInvalid instead)."""
+    import pyarrow as pa
+
+    batch.validate(full=True)
+    for i in range(batch.num_columns):
+        try:
+            batch.column(i)
+        except KeyError:  # a type id pyarrow has no array class for: damaged metadata
+            raise pa.ArrowInvalid(f"column {i} has a type no reader knows") from None
+    return batch
 
 
 class _Prefixed:

@@ -85,6 +85,25 @@ def _parquet_seed() -> bytes:
     return sink.getvalue()
 
 
+def _arrow_seed() -> bytes:
+    import pyarrow.ipc as ipc
+
+    sink = pa.BufferOutputStream()
+    table = pa.table({"text": ["one document", "two"], "id": ["a", "b"]})
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _wiki_seed() -> bytes:
+    page = (
+        "<page><title>A</title><ns>0</ns><id>{}</id><revision><text>'''A''' is a "
+        "[[letter|letter]].&lt;ref&gt;x&lt;/ref&gt;\n* list\n{{{{t}}}}</text></revision></page>"
+    )
+    pages = "".join(page.format(i) for i in (1, 2))
+    return f"<mediawiki><siteinfo/>{pages}</mediawiki>".encode()
+
+
 COMPRESS = {
     "gz": lambda b: gzip.compress(b, mtime=0),
     "bz2": bz2.compress,
@@ -240,6 +259,9 @@ TARGETS: dict[str, Target] = {
     "jsonl": Target(_records("f.jsonl", "jsonl"), lambda: [_jsonl_seed()]),
     "txt": Target(_records("f.txt", "txt"), lambda: [b"A document.\n\nAnother paragraph.\n"]),
     "parquet": Target(_records("f.parquet", "parquet"), lambda: [_parquet_seed()]),
+    "arrow": Target(_records("f.arrow", "arrow"), lambda: [_arrow_seed()]),
+    "csv": Target(_records("f.csv", "csv"), lambda: [b'id,text\n1,one\n2,"two, and\nmore"\n']),
+    "mediawiki": Target(_records("f-pages-articles.xml", "mediawiki"), lambda: [_wiki_seed()]),
     **{
         f"jsonl.{suffix}": Target(
             _records(f"f.jsonl.{suffix}", "jsonl"), lambda c=compress: [c(_jsonl_seed())]
