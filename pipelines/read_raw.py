@@ -37,6 +37,7 @@ from clozeworks.corpus.text.readers import (
     parquet_layout,
     plan_parquet_reads,
     plan_reads,
+    plan_stream_ranges,
     read_task,
     strip_compression,
     with_bases,
@@ -241,6 +242,10 @@ class _PlanReads(FileSystemsDoFn):
 
     def _plan(self, path: str) -> Iterable[ReadTask]:
         fmt = self.fmt or detect_format(path)
+        if fmt == "mediawiki" and path.lower().endswith(".bz2"):
+            # A multistream dump (every 100 pages a bz2 stream of its own) is read by
+            # ranges: each reads the streams that start in it (corpus/text/wiki.py).
+            return plan_stream_ranges(path, _file_size(path), self.chunk_bytes)
         if fmt in WHOLE_FILE_FORMATS:
             # Arrow streams and CSV (quoted fields may span lines) are read from the start.
             return [ReadTask(path, fmt)]
@@ -335,6 +340,8 @@ def read_records(
 
 
 def _stream(task: ReadTask, raw: IO[bytes]) -> Any:
+    if task.fmt == "mediawiki" and task.path.lower().endswith(".bz2"):
+        return contextlib.nullcontext(raw)  # its streams are found and opened one by one
     stream = decompressing(raw, task.path)
     if task.fmt != "parquet" or not is_compressed(task.path):
         return stream if stream is not raw else contextlib.nullcontext(raw)

@@ -42,7 +42,7 @@ from clozeworks.corpus.text.records import (
     too_long,
 )
 from clozeworks.corpus.text.tables import read_arrow, read_csv, read_parquet
-from clozeworks.corpus.text.wiki import read_mediawiki
+from clozeworks.corpus.text.wiki import read_mediawiki, read_mediawiki_streams
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
@@ -162,6 +162,17 @@ def plan_reads(
     ]
 
 
+def plan_stream_ranges(path: str, size: int, chunk_bytes: int) -> list[ReadTask]:
+    """ReadTasks of about `chunk_bytes` over a bz2 MediaWiki dump (one for a small one):
+    each reads the bz2 streams that start in its range (corpus/text/wiki.py)."""
+    if size <= chunk_bytes:
+        return [ReadTask(path, "mediawiki")]
+    return [
+        ReadTask(path, "mediawiki", s, s + chunk_bytes if s + chunk_bytes < size else None)
+        for s in range(0, size, chunk_bytes)
+    ]
+
+
 def plan_parquet_reads(
     path: str, group_rows: Sequence[int], group_bytes: Sequence[int], chunk_bytes: int
 ) -> list[ReadTask]:
@@ -228,6 +239,8 @@ def read_task(
         return read_parquet(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "arrow":
         return read_arrow(stream, source, options)
+    if task.fmt == "mediawiki" and task.path.lower().endswith(".bz2"):
+        return read_mediawiki_streams(stream, source, options, task.start, task.end)
     if task.fmt == "mediawiki":
         return read_mediawiki(stream, source, options)
     if task.fmt in ("csv", "tsv"):

@@ -186,3 +186,110 @@ def _walk(nodes: Any, out: list[str], top: bool = False) -> None:
         elif isinstance(node, n.HTMLEntity):
             out.append(node.normalize())
         # Templates, headings, comments, arguments: left out.
+
+
+# --- multistream dumps ---------------------------------------------------------------------
+# `pages-articles-multistream.xml.bz2` is many bz2 streams of about 100 pages each, so a
+# dump splits into byte ranges read in parallel (the way text files are split): a range
+# reads every stream that starts inside it, the last one past its end. A stream starts
+# with bz2's header and its first block's magic, byte-aligned: `BZh` + level + 0x314159265359.
+_STREAM_START = re.compile(rb"BZh[1-9]1AY&SY")
+_SCAN_BYTES = 1 << 20
+
+
+def read_mediawiki_streams(
+    raw: IO[bytes], source: str, options: ReadOptions | None, start: int, end: int | None
+) -> Iterator[RawDocument | Rejected]:
+    """The articles of the bz2 streams starting in [start, end) of a dump's raw bytes, each
+    stream decompressed as it is parsed (a single-stream dump of any size included)."""
+    offset = _next_stream(raw, start, end)
+    while offset is not None and (end is None or offset < end):
+        stream = _StreamXML(raw, offset, source)
+        yield from read_mediawiki(stream, source, options)  # type: ignore[arg-type]
+        offset = stream.next_offset
+
+
+def _next_stream(raw: IO[bytes], start: int, end: int | None) -> int | None:
+    """Where the first stream at or after `start` begins (None if none before `end`)."""
+    raw.seek(start)
+    position, tail = start, b""
+    while end is None or position < end + 16:
+        chunk = raw.read(_SCAN_BYTES)
+        if not chunk:
+            return None
+        data = tail + chunk
+        found = _STREAM_START.search(data)
+        if found:
+            at = position - len(tail) + found.start()
+            return at if end is None or at < end else None
+        tail, position = data[-16:], position + len(chunk)
+    return None
+
+
+_CLOSE = b"</mediawiki>"
+
+
+class _StreamXML:
+    """One bz2 stream of a dump as a well-formed XML document, decompressed as it is read:
+    the first stream holds `<mediawiki>` and the site info, the last the closing tag, the
+    others only pages, so a synthetic root is added where the stream has none and the
+    closing tag is always the stream's own last bytes. `next_offset` is where the next
+    stream starts (None at the end of the file), known once this one is read."""
+
+    def __init__(self, raw: IO[bytes], offset: int, source: str) -> None:
+        import bz2
+
+        self.raw, self.offset, self.source = raw, offset, source
+        self.position = offset
+        self.decompressor = bz2.BZ2Decompressor()
+        self.buffer = bytearray()
+        self.carry = b""  # the tail that may hold the start of a closing tag
+        self.started = False
+        self.finished = False
+        self.next_offset: int | None = None
+        raw.seek(offset)
+
+    def read(self, size: int = -1) -> bytes:
+        while not self.finished and (size < 0 or len(self.buffer) < size or not self.started):
+            self._fill()
+        if size < 0:
+            size = len(self.buffer)
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]  # a bytearray drops its head without copying the rest
+        return data
+
+    def _fill(self) -> None:
+        chunk = b""
+        if self.decompressor.needs_input:
+            chunk = self.raw.read(_SCAN_BYTES)
+            if not chunk:
+                problem = f"the bz2 stream at byte {self.offset} is cut short"
+                raise BadInputError(f"{self.source}: {problem}")
+            self.position += len(chunk)
+        try:
+            # At most 1 MiB out per call: Wikipedia's text is ~5x compressible, generated
+            # text far more, and all of a chunk's output at once would be held at once.
+            data = self.decompressor.decompress(chunk, max_length=_SCAN_BYTES)
+        except OSError as err:
+            problem = f"a damaged bz2 stream at byte {self.offset} ({err})"
+            raise BadInputError(f"{self.source}: {problem}") from None
+        data = (self.carry + data).replace(_CLOSE, b"")
+        if self.decompressor.eof:
+            self.finished = True
+            following = self.position - len(self.decompressor.unused_data)
+            self.raw.seek(following)
+            self.next_offset = following if self.raw.read(4) else None
+            self.carry, data = b"", data + _CLOSE
+        else:
+            keep = len(_CLOSE) - 1
+            self.carry, data = data[-keep:], data[:-keep]
+        if not self.started:
+            # Decide the root once the head is in: the first stream brings its own.
+            self.buffer += data
+            if len(self.buffer) < 4096 and not self.finished:
+                return
+            self.started = True
+            if b"<mediawiki" not in self.buffer[:4096]:
+                self.buffer[:0] = b"<mediawiki>"
+            return
+        self.buffer += data

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bz2
 import json
+from dataclasses import replace
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -97,5 +98,45 @@ def test_a_cut_dump_is_one_line_naming_it(tmp_path, capsys) -> None:
     out = tmp_path / "docs"
     assert main(["clean", "--input", str(path.parent), "--output", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "x-pages-articles.xml.bz2" in err and "line" in err, err
+    assert "\n" not in err and "x-pages-articles.xml.bz2" in err and "line 2" in err, err
+    # Cut inside the compressed bytes: the stream is named by its offset.
+    whole = dump(path, pages).read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    assert main(["clean", "--input", str(path.parent), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "bz2 stream at byte 0 is cut short" in err, err
     assert not out.exists() or not (out / ".stats.json").exists()
+
+
+def test_a_multistream_dump_is_read_by_ranges_and_gives_the_same_documents(tmp_path) -> None:
+    """Wikipedia's -multistream dumps: every few pages a bz2 stream of its own, the first
+    holding the site info and the last the closing tag. Read in ranges of 150 bytes (a
+    dozen tasks, each reading the streams that start in it) the documents are those of the
+    same XML uncompressed."""
+    from clozeworks.pipelines.clean import CleanConfig, run_clean
+
+    pages = [
+        _page(i, f"Page {i}", f"'''Page {i}''' is about [[thing {i}]].\n\nMore.")
+        for i in range(1, 31)
+    ]
+    header = (
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11">\n'
+        "<siteinfo><sitename>Wikipedia</sitename></siteinfo>\n"
+    )
+    groups = ["".join(pages[k : k + 4]) for k in range(0, 30, 4)]
+    streams = [header, *groups, "</mediawiki>\n"]
+    multi = tmp_path / "multi" / "enwiki-x-pages-articles-multistream.xml.bz2"
+    multi.parent.mkdir()
+    multi.write_bytes(b"".join(bz2.compress(s.encode()) for s in streams))
+    plain = tmp_path / "plain" / "enwiki-x-pages-articles-multistream.xml"
+    plain.parent.mkdir()
+    plain.write_text("".join(streams))
+    out = {}
+    for name, chunk in (("multi", 150), ("plain", 1 << 20)):
+        config = CleanConfig(inputs=[str(tmp_path / name)], output=str(tmp_path / f"{name}-d"))
+        stats = run_clean(replace(config, chunk_bytes=chunk))
+        assert stats["documents_out"] == 30
+        rows = pq.read_table(tmp_path / f"{name}-d").to_pylist()
+        out[name] = sorted((r["id"].split("#")[1], r["text"], r["meta"]) for r in rows)
+    assert out["multi"] == out["plain"]
+    assert multi.stat().st_size > 1500  # so the 150-byte ranges are many
