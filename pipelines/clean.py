@@ -56,7 +56,7 @@ DROPPED = "dropped"
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
 
-# Skipped input files named in stats.json, per reason (the count is always whole).
+# Skipped input files named in .stats.json, per reason (the count is always whole).
 SKIPPED_SHOWN = 20
 
 
@@ -286,7 +286,7 @@ class Clean(beam.PTransform):
 def run_clean(
     config: CleanConfig, beam_argv: Sequence[str] = (), progress: bool = False
 ) -> dict[str, Any]:
-    """Run the clean pipeline; returns the stats written to `output/stats.json`. With
+    """Run the clean pipeline; returns the stats written to `output/.stats.json`. With
     `progress`, bars on stderr while it runs on this machine.
 
     Raises BadInputError for inputs that match nothing or cannot be read, UsageError for

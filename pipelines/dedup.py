@@ -491,7 +491,7 @@ def _is_apply_counter(name: str) -> bool:
 def run_dedup(
     config: DedupConfig, beam_argv: Sequence[str] = (), progress: bool = False
 ) -> dict[str, Any]:
-    """Run deduplication; returns the stats written to `output/stats.json`. With
+    """Run deduplication; returns the stats written to `output/.stats.json`. With
     `progress`, bars on stderr while it runs on this machine.
 
     UsageError for impossible settings, BadInputError when the input is not a finished

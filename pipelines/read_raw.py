@@ -51,7 +51,7 @@ REJECTED = "rejected"
 WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki")
 # What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
 DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
-# Counter prefix: documents read that had a meta field (clean sums them into stats.json).
+# Counter prefix: documents read that had a meta field (clean sums them into .stats.json).
 META_FOUND = "meta_found."
 # Progress count (pipelines.progress): raw input bytes read.
 INPUT_BYTES = "input_bytes"
@@ -118,7 +118,7 @@ def _without_datasets_sidecars(paths: list[str]) -> list[str]:
 
 
 # Why an input file is left out: it cannot be read, and a corpus of many files is better
-# cleaned without it than not at all. Counted in stats.json under `skipped_files`.
+# cleaned without it than not at all. Counted in .stats.json under `skipped_files`.
 SKIP_REASONS = ("dangling_symlink", "unreadable")
 
 

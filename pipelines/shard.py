@@ -81,7 +81,7 @@ def plan_shards(
     text_bytes: int,
     counts: list[int] | None = None,
 ) -> ShardPlan:
-    """What the tokenizer, the store (its stats.json and about how much text it holds) and
+    """What the tokenizer, the store (its .stats.json and about how much text it holds) and
     the tokenizer's token counts add to the settings. Pure: no files are touched."""
     recipe = Recipe(
         shard=config,

@@ -7,7 +7,7 @@ threshold as text-dedup does, leaning to recall (or set with --bands/--rows), an
 candidate pair's true Jaccard is then checked (unless --no-verify, which merges every
 candidate). Duplicates form clusters (connected components, so chains merge); of each
 cluster the document with the smallest id is kept. --line-dedup then removes lines that
-several documents share from all but one (C4). stats.json counts duplicates, clusters and
+several documents share from all but one (C4). .stats.json counts duplicates, clusters and
 lists the largest; --emit-clusters DIR writes (id, cluster) for every clustered document."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tokenize a document store and write training shards (WebDataset tars + manifest.json).
+"""Tokenize a document store and write training shards (WebDataset tars + .manifest.json).
 
 Modes (docs/design.md): nsp (BERT), sop (ALBERT), sso (StructBERT) sentence pairs;
 full-sentences and doc-sentences (RoBERTa packing); single (SpanBERT). Without --premask

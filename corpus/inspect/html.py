@@ -273,7 +273,7 @@ def _docs(plt: Any, s: dict[str, Any]) -> str:
             ("part files", s["files"]),
             ("text (UTF-8 bytes)", s["bytes"]),
             ("characters mean / p50 / p95 / max", _spread(chars)),
-            ("complete (stats.json present)", s["complete"]),
+            ("complete (.stats.json present)", s["complete"]),
         ]
     )
     out = [f"<h2>Overview</h2>{overview}", "<h2>From input to this store</h2>", _funnel(s)]
@@ -337,7 +337,7 @@ def _funnel(s: dict[str, Any]) -> str:
         out = stage.get("documents_out") or 0
         rows.append(("", "documents out", out, _bar(out / first)))
     if not rows:
-        return "<p>No stats.json: the figures of the stages are unknown.</p>"
+        return "<p>No .stats.json: the figures of the stages are unknown.</p>"
     return _grid(("stage", "", "documents", "of the first stage's input"), rows, {2})
 
 

@@ -28,7 +28,7 @@ KINDS = ("shards", "docs", "tokenizer", "run", "transformers")
 # What `save_pretrained` writes beside config.json: a directory with one is a model.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
 VOCAB_STATS_FILE = "vocab_stats.json"
-# stats.json keys read as drop reasons / duplicate figures (see docs/inspect.md).
+# .stats.json keys read as drop reasons / duplicate figures (see docs/inspect.md).
 DROPPED_PREFIX = "dropped."
 DUPLICATE_WORDS = ("duplicate", "cluster")
 STAGE_FIGURES = ("documents_in", "documents_out", "bytes_in", "bytes_out")
@@ -110,10 +110,10 @@ def _leftovers(path: Path) -> list[str]:
 
 def docs_summary(directory: Path) -> dict[str, Any]:
     """Documents and their lengths (characters and UTF-8 bytes), counted from the Parquet
-    files, beside what the stage's `stats.json` says: drop reasons, duplicates, clusters.
+    files, beside what the stage's `.stats.json` says: drop reasons, duplicates, clusters.
 
     A part file that cannot be read, or a document count that disagrees with
-    `stats.json`'s `documents_out`, is listed in `problems` ({"file", "problem"}).
+    `.stats.json`'s `documents_out`, is listed in `problems` ({"file", "problem"}).
     """
     stats_path = local(directory, STATS_FILE)
     stats = _read_stats(stats_path)
@@ -220,7 +220,7 @@ def _read_stats(path: Path) -> dict[str, Any] | None:
 
 
 def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """This stage's figures, then its upstreams' (dedup's stats.json nests clean's, or
+    """This stage's figures, then its upstreams' (dedup's .stats.json nests clean's, or
     several cleans' in order under `upstreams`)."""
     chain: list[dict[str, Any]] = []
     todo: list[Any] = [stats]

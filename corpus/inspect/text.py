@@ -173,7 +173,7 @@ def _docs(s: dict[str, Any]) -> list[str]:
         f"  characters {_dist(ch)}",
     ]
     if not s["complete"]:
-        lines.append("  INCOMPLETE: no stats.json (interrupted run?)")
+        lines.append("  INCOMPLETE: no .stats.json (interrupted run?)")
     for stage in s["stages"]:
         lines.append(
             f"  stage {stage['stage'] or '?'}: {_n(stage['documents_in'])} documents in, "

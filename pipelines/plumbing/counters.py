@@ -1,4 +1,4 @@
-"""Beam counters under one namespace, and reading them back into `stats.json`."""
+"""Beam counters under one namespace, and reading them back into `.stats.json`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from apache_beam.metrics.metric import MetricsFilter
 
 NAMESPACE = "clozeworks"
 # Counters of how the work was done (shuffle files, which depend on bundling and workers),
-# not of the data: visible in the runner's metrics, kept out of stats.json so that it is
+# not of the data: visible in the runner's metrics, kept out of .stats.json so that it is
 # the same however many workers ran.
 RUNNER_NAMESPACE = "clozeworks.runner"
 
