@@ -23,7 +23,7 @@ from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, PRECISIONS
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import DEFAULT_SEED, SEED_MAX
 from clozeworks.schemas.validate import loads
-from clozeworks.trainer.tracking import check_trackers
+from clozeworks.trainer.tracking import check_trackers, parse_trackers
 
 SHARING = ("none", "all", "attention", "ffn")
 
@@ -372,8 +372,13 @@ def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig
             # The switch before --report-to, still read from older config files.
             changes["report_to"] = ("tensorboard",) if value else ()
         elif key in top:
-            if isinstance(value, str) and key in ("objectives", "report_to"):
-                value = [v.strip() for v in value.split(",") if v.strip() not in ("", "none")]
+            if isinstance(value, str) and key == "report_to":
+                try:
+                    value = parse_trackers(value)
+                except ValueError as err:
+                    raise UsageError(f"{source}: {err}") from None
+            elif isinstance(value, str) and key == "objectives":
+                value = [v.strip() for v in value.split(",") if v.strip()]
             listed = key in ("objectives", "report_to") and value is not None
             changes[key] = tuple(value) if listed else value
         else:

@@ -140,6 +140,20 @@ def default_trackers() -> tuple[str, ...]:
     return tuple(n for n in ("tensorboard",) if not missing([n]))
 
 
+def parse_trackers(text: str) -> tuple[str, ...]:
+    """A comma-separated list of trackers (`--report-to`, or `report_to` as a string in a
+    config file), each once; `none` for no tracker. ValueError naming an unknown one."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names == ("none",):
+        return ()
+    unknown = [n for n in names if n not in TRACKERS]
+    if unknown:
+        raise ValueError(
+            f"unknown tracker(s) {', '.join(unknown)}; choose from {', '.join(TRACKERS)}, none"
+        )
+    return names
+
+
 def check_trackers(names: Sequence[str]) -> None:
     """UsageError for a tracker that does not exist."""
     unknown = [n for n in names if n not in TRACKERS]

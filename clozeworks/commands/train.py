@@ -38,7 +38,12 @@ from clozeworks.trainer.families import FAMILIES
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
 from clozeworks.trainer.presets import MODEL_PRESETS, preset
-from clozeworks.trainer.tracking import TRACKERS, default_trackers, require_installed
+from clozeworks.trainer.tracking import (
+    TRACKERS,
+    default_trackers,
+    parse_trackers,
+    require_installed,
+)
 
 HELP = "shards -> trained model run directory"
 BEAM = False
@@ -375,13 +380,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
 
 
 def _trackers(text: str) -> tuple[str, ...]:
-    """`--report-to`'s list; `none` for no tracker. ValueError naming an unknown one."""
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if names == ("none",):
-        return ()
-    unknown = [n for n in names if n not in TRACKERS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown tracker(s) {', '.join(unknown)}; choose from {', '.join(TRACKERS)}, none"
-        )
-    return names
+    """`--report-to`'s list (trainer.tracking.parse_trackers), its error said by argparse."""
+    try:
+        return parse_trackers(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

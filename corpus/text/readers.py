@@ -156,10 +156,7 @@ def plan_reads(
     splittable = not is_compressed(path) and (fmt == "jsonl" or doc_sep == "blank")
     if not splittable or size <= chunk_bytes:
         return [ReadTask(path, fmt)]
-    return [
-        ReadTask(path, fmt, s, s + chunk_bytes if s + chunk_bytes < size else None, None)
-        for s in range(0, size, chunk_bytes)
-    ]
+    return [ReadTask(path, fmt, s, e, None) for s, e in _byte_ranges(size, chunk_bytes)]
 
 
 def plan_stream_ranges(path: str, size: int, chunk_bytes: int) -> list[ReadTask]:
@@ -167,8 +164,14 @@ def plan_stream_ranges(path: str, size: int, chunk_bytes: int) -> list[ReadTask]
     each reads the bz2 streams that start in its range (corpus/text/wiki.py)."""
     if size <= chunk_bytes:
         return [ReadTask(path, "mediawiki")]
+    return [ReadTask(path, "mediawiki", s, e) for s, e in _byte_ranges(size, chunk_bytes)]
+
+
+def _byte_ranges(size: int, chunk_bytes: int) -> list[tuple[int, int | None]]:
+    """[start, end) ranges of `chunk_bytes` over `size` bytes; the last one's end is None
+    (to the end of the file)."""
     return [
-        ReadTask(path, "mediawiki", s, s + chunk_bytes if s + chunk_bytes < size else None)
+        (s, s + chunk_bytes if s + chunk_bytes < size else None)
         for s in range(0, size, chunk_bytes)
     ]
 
