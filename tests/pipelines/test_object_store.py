@@ -200,3 +200,37 @@ def test_an_output_in_use_on_a_bucket(bucket: Bucket, tmp_path: Path) -> None:
     BEAM_FS.write_atomic(f"{out}/{LOCK_FILE}", gone.to_bytes())
     with OutputLock(BEAM_FS, out, "clean") as taker:
         assert bucket.files("locked")[LOCK_FILE] == taker.holder.to_bytes()
+
+
+def test_meta_several_stores_and_provenance_on_a_bucket(bucket, local, tmp_path) -> None:
+    """Issue 34's additions where the stores are objects: `--meta-fields`, a dedup of two
+    stores, `shard --provenance` (its table moved into place beside the shards) give the
+    bytes they give on local disk."""
+    raw = tmp_path / "raw"
+    docs = [d["text"] for d in _docs(60)]
+    write_jsonl(raw / "a" / "a.jsonl", [{"text": d, "lang": "en"} for d in docs[:40]])
+    write_jsonl(raw / "b" / "b.jsonl", [{"text": d, "lang": "de"} for d in docs[30:]])
+    tok = str(local / "work" / "tok")
+
+    def steps(at: str, flags: list[str]) -> None:
+        for part in ("a", "b"):
+            argv = ["clean", "--input", str(raw / part), "--output", f"{at}/{part}"]
+            assert main([*argv, "--meta-fields", "lang", "--no-progress", *flags]) == 0
+        argv = ["dedup", "--input", f"{at}/a", f"{at}/b", "--output", f"{at}/docs"]
+        assert main([*argv, "--no-progress", *flags]) == 0
+        argv = ["shard", "--input", f"{at}/docs", "--tokenizer", tok, "--output", f"{at}/sh"]
+        assert main([*argv, "--provenance", "--max-seq-len", "64", "--no-progress", *flags]) == 0
+
+    here = tmp_path / "here"
+    steps(str(here), [])
+    at = f"{bucket.url}/extra"
+    steps(at, list(bucket.flags))
+    for stage in ("docs", "sh"):
+        there = bucket.files(f"extra/{stage}")
+        mine = _local_files(here / stage)
+        assert sorted(there) == sorted(mine), stage
+        for name, data in there.items():
+            assert _comparable(name, data, at, str(here)) == mine[name], f"{stage}/{name}"
+    assert any(name.startswith(".provenance/") for name in mine)
+    stats = json.loads(mine_stats := (here / "docs" / ".stats.json").read_text())
+    assert stats["duplicates"] == 10 and len(stats["upstreams"]) == 2, mine_stats
