@@ -1,14 +1,8 @@
 """MediaWiki XML dumps (`pages-articles.xml[.bz2]`): one document per article, the text
-passages BERT kept.
+passages BERT kept (`wikitext.passages`).
 
-BERT's paper: "For Wikipedia we extract only the text passages and ignore lists, tables, and
-headers." Articles are the pages of namespace 0 that are not redirects. Wikitext is parsed
-with mwparserfromhell (the parser pywikibot and most Wikipedia tools use); of its nodes the
-plain text, bold and italic runs, link anchors (a link without one: its target) and external
-link titles are kept, and templates, headings, comments, references, tables, math, galleries
-and other extension tags, list and indent lines, and file, image and category links are
-left out. Each paragraph is one line (as wikiextractor writes them). The dump is parsed as
-it streams (elements cleared as they are read), so memory stays flat on a dump of any size.
+Articles are the pages of namespace 0 that are not redirects. The dump is parsed as it
+streams (elements cleared as they are read), so memory stays flat on a dump of any size.
 """
 
 from __future__ import annotations
@@ -20,23 +14,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from clozeworks.corpus.text.records import RawDocument, ReadOptions, Rejected, make_id
+from clozeworks.corpus.text.wikitext import passages
 from clozeworks.schemas.errors import BadInputError, SettingError
-
-# Tags whose whole content is left out: BERT's "lists, tables", and what is not prose.
-SKIPPED_TAGS = frozenset(
-    {"ref", "references", "table", "math", "chem", "gallery", "timeline", "score", "graph",
-     "syntaxhighlight", "source", "pre", "code", "imagemap", "mapframe", "templatedata",
-     "noinclude", "includeonly", "nowiki", "sup", "sub", "div", "center", "br", "hr",
-     "blockquote", "poem", "hiero", "categorytree", "inputbox", "indicator"}
-)  # fmt: skip
-# The wiki markup of list and indent lines (`*`, `#`, `;`, `:`): the line is left out.
-LIST_TAGS = frozenset({"li", "dt", "dd"})
-# Link targets that are not text: media, categories, and links to other wikis' languages.
-DROPPED_LINKS = re.compile(
-    r"^\s*:?\s*(?:(?i:file|image|media|category)\s*:|[a-z]{2,3}(?:-[a-z]+)?:)"
-)
-_SWITCH = re.compile(r"__[A-Z]+__")
-_SPACES = re.compile(r"[ \t\u00a0]+")
 
 
 @dataclass(frozen=True)
@@ -138,54 +117,6 @@ def read_mediawiki(
             continue
         meta = json.dumps({"page_id": page.page_id, "title": page.title}, ensure_ascii=False)
         yield RawDocument(make_id(source, page.page_id), text, source, meta)
-
-
-def passages(wikitext: str) -> str:
-    """The text passages of an article's wikitext, one paragraph a line."""
-    import mwparserfromhell
-
-    code = mwparserfromhell.parse(wikitext)
-    out: list[str] = []
-    _walk(code.nodes, out, top=True)
-    text = _SWITCH.sub("", "".join(out))
-    paragraphs = []
-    for block in re.split(r"\n\s*\n", text):
-        lines = [_SPACES.sub(" ", line).strip() for line in block.splitlines()]
-        paragraph = " ".join(line for line in lines if line)
-        if paragraph:
-            paragraphs.append(paragraph)
-    return "\n".join(paragraphs)
-
-
-def _walk(nodes: Any, out: list[str], top: bool = False) -> None:
-    from mwparserfromhell import nodes as n
-
-    skipping_line = False  # inside a list or indent line, until its end
-    for node in nodes:
-        if isinstance(node, n.Text):
-            text = str(node.value)
-            if skipping_line:
-                if "\n" not in text:
-                    continue
-                text, skipping_line = text[text.index("\n") :], False
-            out.append(text)
-        elif skipping_line:
-            continue
-        elif isinstance(node, n.Tag):
-            tag = str(node.tag).lower().strip()
-            if top and tag in LIST_TAGS:
-                skipping_line = True
-            elif tag not in SKIPPED_TAGS and tag not in LIST_TAGS and node.contents is not None:
-                _walk(node.contents.nodes, out)
-        elif isinstance(node, n.Wikilink):
-            if not DROPPED_LINKS.match(str(node.title)):
-                _walk((node.text or node.title).nodes, out)
-        elif isinstance(node, n.ExternalLink):
-            if node.title is not None:
-                _walk(node.title.nodes, out)
-        elif isinstance(node, n.HTMLEntity):
-            out.append(node.normalize())
-        # Templates, headings, comments, arguments: left out.
 
 
 # --- multistream dumps ---------------------------------------------------------------------
