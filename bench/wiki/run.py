@@ -102,9 +102,11 @@ def make_dump(path: Path, articles: int) -> tuple[int, int]:
         "    </namespaces>\n  </siteinfo>\n"
     )
     size = 0
-    with bz2.open(path, "wt", encoding="utf-8") as f:
-        f.write(header)
-        page_id = 1
+    # As Wikipedia's -multistream dumps: the header, then 100 pages a bz2 stream, then the
+    # closing tag (the file readers without an index read as one stream).
+    with open(path, "wb") as f:
+        f.write(bz2.compress(header.encode()))
+        page_id, stream = 1, []
         for i in range(articles):
             source = sources[i % len(sources)]
             title, text = wikitext(source.read_text(errors="replace"), rng)
@@ -113,10 +115,13 @@ def make_dump(path: Path, articles: int) -> tuple[int, int]:
             if i % 20 == 0:
                 page += page_xml(page_id + 1, f"Alias {i}", f"#REDIRECT [[{title}]]", 0, title)
                 page += page_xml(page_id + 2, f"Talk:{title}", "A talk page.", ns=1)
-            f.write(page)
+            stream.append(page)
             size += len(page.encode())
             page_id += 3
-        f.write("</mediawiki>\n")
+            if len(stream) == 100 or i == articles - 1:
+                f.write(bz2.compress("".join(stream).encode()))
+                stream = []
+        f.write(bz2.compress(b"</mediawiki>\n"))
     return articles, size
 
 
@@ -132,12 +137,29 @@ def ours(dump: Path) -> tuple[dict[str, list[str]], float]:
     return out, time.perf_counter() - started
 
 
-def wikiextractor(dump: Path, work: Path) -> tuple[dict[str, list[str]], float]:
-    target = work / "wikiextractor"
+def clean(dump: Path, work: Path, workers: int) -> tuple[float, int]:
+    """`cloze clean` end to end (the Beam pipeline, Parquet out, its default filter: the
+    length of at least one character): seconds, and the documents written."""
+    import pyarrow.parquet as pq
+
+    target = work / f"clean-{workers}"
+    started = time.perf_counter()
+    subprocess.run(
+        [str(Path(sys.executable).parent / "cloze"), "clean", "--input", str(dump.parent),
+         "--output", str(target), "--no-progress",
+         "--direct_num_workers", str(workers), "--direct_running_mode", "multi_processing"],
+        check=True,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    return elapsed, sum(pq.read_metadata(part).num_rows for part in target.glob("*.parquet"))
+
+
+def wikiextractor(dump: Path, work: Path, processes: int = 1) -> tuple[dict[str, list[str]], float]:
+    target = work / f"wikiextractor-{processes}"
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "wikiextractor.WikiExtractor", str(dump), "-o", str(target),
-         "--json", "--processes", "1", "-q"],
+         "--json", "--processes", str(processes), "-q"],
         check=True,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
@@ -173,7 +195,8 @@ def main() -> None:
     parser.add_argument("--articles", type=int, default=3000)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    dump = args.work / "enwiki-bench-pages-articles.xml.bz2"
+    dump = args.work / "dump" / "enwiki-bench-pages-articles-multistream.xml.bz2"
+    dump.parent.mkdir(exist_ok=True)
     articles, size = make_dump(dump, args.articles)
     mb = size / 1e6
     packed = dump.stat().st_size / 1e6
@@ -182,8 +205,19 @@ def main() -> None:
           f"{packed:.1f} MB bz2; load average {load:.2f}")  # fmt: skip
     mine, t_ours = ours(dump)
     theirs, t_wx = wikiextractor(dump, args.work)
-    print(f"clozeworks:    {len(mine)} articles, {mb / t_ours:.2f} MB/s ({t_ours:.1f} s)")
-    print(f"wikiextractor: {len(theirs)} articles, {mb / t_wx:.2f} MB/s ({t_wx:.1f} s)")
+    _, t_wx2 = wikiextractor(dump, args.work, processes=2)
+    t_clean1, kept1 = clean(dump, args.work, 1)
+    t_clean2, kept2 = clean(dump, args.work, 2)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    rows = [
+        ("clozeworks reader, in process", len(mine), t_ours),
+        ("cloze clean, 1 worker", kept1, t_clean1),
+        ("cloze clean, 2 workers", kept2, t_clean2),
+        ("wikiextractor --processes 1 (its default here)", len(theirs), t_wx),
+        ("wikiextractor --processes 2", len(theirs), t_wx2),
+    ]
+    for name, count, seconds in rows:
+        print(f"{name:48} {count:6} articles {mb / seconds:6.2f} MB/s ({seconds:.1f} s)")
     for loose in (False, True):
         how = "ignoring spaces and quotes" if loose else "word for word"
         print(f"{how}: our paragraphs it has {agreement(mine, theirs, loose):.3f}, "

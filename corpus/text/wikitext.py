@@ -53,7 +53,6 @@ _CUT = re.compile(
     rf"<!--.*?-->|<({_RAW_TAGS})(?:\s[^<>]*)?(?:/>|>.*?</\1\s*>)", re.IGNORECASE | re.DOTALL
 )
 _SWITCH = re.compile(r"__[A-Z]+__")
-_SPACES = re.compile(r"[ \t\u00a0]+")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
@@ -62,8 +61,8 @@ def passages(wikitext: str) -> str:
     wikitext = _NOT_MARKUP.sub("&lt;", _CUT.sub("", wikitext))
     text = _SWITCH.sub("", _render(_tokenize(wikitext)))
     paragraphs = []
-    for block in _PARAGRAPH_BREAK.split(_SPACES.sub(" ", text)):
-        paragraph = " ".join(filter(None, (line.strip() for line in block.splitlines())))
+    for block in _PARAGRAPH_BREAK.split(text):
+        paragraph = " ".join(block.split())
         if paragraph:
             paragraphs.append(paragraph)
     return "\n".join(paragraphs)
