@@ -24,14 +24,16 @@ from clozeworks.corpus.text.normalize import NormalForm, check_mojibake_support,
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
+    FORMAT_NEEDS,
     DocSep,
     Format,
     RawDocument,
+    ReadOptions,
     Rejected,
     detect_format,
     is_compressed,
 )
-from clozeworks.corpus.text.wiki import require_parser
+from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR, ExtractorName
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Bar
@@ -101,6 +103,9 @@ class CleanSettings:
     max_record_bytes: int = setting(
         DEFAULT_MAX_RECORD_BYTES,
         "longer raw records are counted as too_long and skipped unread",
+    )
+    extractor: ExtractorName = setting(
+        DEFAULT_EXTRACTOR, "main text of HTML (warc, html): resiliparse or trafilatura"
     )
     # Each filter's thresholds, by filter: flags of their own, from the filter registry.
     filter_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -259,6 +264,7 @@ class Clean(beam.PTransform):
             config.chunk_bytes,
             rules=config.fields,
             meta_fields=config.meta_fields,
+            extractor=config.extractor,
         )
         # Document rows that passed every filter, and (reason, document) that did not.
         cleaned = raw.documents | "Clean" >> CleanDocuments(
@@ -296,10 +302,11 @@ def run_clean(
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress, "clean") as run:
         files = named_inputs(config.inputs)
-        if (config.fmt or "") == "mediawiki" or any(
-            detect_format(path) == "mediawiki" for path, _ in files
-        ):
-            require_parser()  # before a worker meets a dump without its parser
+        # Before a worker meets a dump or a WARC file without its parser.
+        formats = {config.fmt} if config.fmt else {detect_format(path) for path, _ in files}
+        options = ReadOptions(extractor=config.extractor)
+        for fmt in sorted(formats & FORMAT_NEEDS.keys()):
+            FORMAT_NEEDS[fmt](options)
         skipped = skipped_inputs(config.inputs)
         staging = run.stage(config.output)
         rejects_staging = run.stage(config.rejects) if config.rejects else None

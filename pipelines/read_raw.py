@@ -42,13 +42,14 @@ from clozeworks.corpus.text.readers import (
     strip_compression,
     with_bases,
 )
+from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
-WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki")
+WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html")
 # What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
 DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
 # Counter prefix: documents read that had a meta field (clean sums them into .stats.json).
@@ -373,6 +374,7 @@ class ReadRawDocuments(beam.PTransform):
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         rules: Sequence[FieldRule] = (),
         meta_fields: Sequence[str] = (),
+        extractor: str = DEFAULT_EXTRACTOR,
     ) -> None:
         super().__init__()
         self.files = list(files)
@@ -380,7 +382,13 @@ class ReadRawDocuments(beam.PTransform):
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
         self.options = ReadOptions(
-            text_field, id_field, doc_sep, max_record_bytes, tuple(rules), tuple(meta_fields)
+            text_field,
+            id_field,
+            doc_sep,
+            max_record_bytes,
+            tuple(rules),
+            tuple(meta_fields),
+            extractor,
         )
 
     def expand(self, pbegin: Any) -> Any:

@@ -2,9 +2,12 @@
 
 Inputs are files, directories (read recursively) or globs, local or on any Beam
 filesystem; .jsonl/.json, .parquet, .arrow (a datasets.save_to_disk directory as it is),
-.csv/.tsv and .txt, each optionally .gz, .zst, .bz2 or .xz. Records that cannot be used
-(bad JSON or CSV, bad UTF-8, no text, longer than --max-record-bytes) and documents a filter
-drops are counted by reason in .stats.json; --rejects DIR keeps them.
+.csv/.tsv, .txt, MediaWiki dumps (*pages-*.xml, the [wiki] extra: BERT's text passages of
+each article), Common Crawl .warc (HTML responses, main text extracted), .warc.wet and
+.html (the [web] extra), each optionally .gz, .zst, .bz2 or .xz. Records that cannot be used
+(bad JSON or CSV, bad UTF-8, no text, longer than --max-record-bytes, a WARC response that
+is not an HTML page) and documents a filter drops are counted by reason in .stats.json;
+--rejects DIR keeps them.
 
 Filters (--filters, comma-separated, applied in order; "gopher" means both Gopher filters):
   length             min/max characters

@@ -23,7 +23,7 @@ import gzip
 import io
 import json
 import lzma
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import IO, Literal, cast, get_args
 
@@ -42,7 +42,8 @@ from clozeworks.corpus.text.records import (
     too_long,
 )
 from clozeworks.corpus.text.tables import read_arrow, read_csv, read_parquet
-from clozeworks.corpus.text.wiki import read_mediawiki, read_mediawiki_streams
+from clozeworks.corpus.text.web import read_html, read_warc, require_web
+from clozeworks.corpus.text.wiki import read_mediawiki, read_mediawiki_streams, require_parser
 from clozeworks.corpus.text.zstdframes import FrameCheckingReader
 from clozeworks.schemas.errors import BadInputError
 
@@ -56,8 +57,27 @@ __all__ = [
     "read_parquet",
 ]
 
-Format = Literal["jsonl", "parquet", "txt", "arrow", "csv", "tsv", "mediawiki"]
+Format = Literal[
+    "jsonl", "parquet", "txt", "arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html"
+]
 FORMATS: tuple[Format, ...] = get_args(Format)
+
+
+def _wiki_needs(options: ReadOptions) -> None:
+    require_parser()
+
+
+def _web_needs(options: ReadOptions) -> None:
+    require_web(options.extractor)
+
+
+# What a format needs installed beyond the core (an extra): a check that says which.
+FORMAT_NEEDS: dict[str, Callable[[ReadOptions], None]] = {
+    "mediawiki": _wiki_needs,
+    "warc": _web_needs,
+    "wet": _web_needs,
+    "html": _web_needs,
+}
 # A .txt file is one document, or one per blank-line-separated block.
 DocSep = Literal["file", "blank"]
 DOC_SEPS: tuple[DocSep, ...] = get_args(DocSep)
@@ -98,6 +118,12 @@ def detect_format(path: str) -> str:
             return suffix[1:]
     if name.endswith(".xml") and "pages-" in name.rsplit("/", 1)[-1]:
         return "mediawiki"  # enwiki-latest-pages-articles.xml, ...-multistream.xml
+    if name.endswith((".wet", ".warc.wet")):
+        return "wet"  # Common Crawl's CC-MAIN-....warc.wet.gz
+    if name.endswith(".warc"):
+        return "warc"
+    if name.endswith((".html", ".htm", ".xhtml")):
+        return "html"
     return "txt"
 
 
@@ -249,6 +275,10 @@ def read_task(
         return read_mediawiki_streams(stream, source, options, task.start, task.end)
     if task.fmt == "mediawiki":
         return read_mediawiki(stream, source, options)
+    if task.fmt in ("warc", "wet"):
+        return read_warc(stream, source, options)
+    if task.fmt == "html":
+        return read_html(stream, source, options)
     if task.fmt in ("csv", "tsv"):
         return read_csv(stream, source, options, "\t" if task.fmt == "tsv" else ",")
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -44,6 +44,8 @@ class ReadOptions:
     rules: tuple[FieldRule, ...] = ()
     # Fields kept in each document's `meta` (JSON and Parquet inputs).
     meta_fields: tuple[str, ...] = ()
+    # The HTML main-text extractor of WARC responses and HTML files (corpus.text.web).
+    extractor: str = "resiliparse"
 
     def for_source(self, source: str) -> ReadOptions:
         """These options with the text and id fields of the first rule `source` matches."""

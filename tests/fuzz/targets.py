@@ -104,6 +104,25 @@ def _wiki_seed() -> bytes:
     return f"<mediawiki><siteinfo/>{pages}</mediawiki>".encode()
 
 
+def _warc_seed() -> bytes:
+    """A warcinfo record, an HTML response and a WET conversion record, uncompressed."""
+    html = b"<html lang='en'><body><nav>menu</nav><p>A paragraph of the page.</p></body></html>"
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" + html
+    records = [
+        ("warcinfo", "application/warc-fields", b"software: fuzz\r\n", ""),
+        ("response", "application/http; msgtype=response", http, "https://a.example/"),
+        ("conversion", "text/plain", "Text, é ✓.".encode(), "https://b.example/"),
+    ]
+    out = []
+    for kind, media, block, url in records:
+        head = f"WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Record-ID: <urn:uuid:{kind}>\r\n"
+        head += f"WARC-Date: 2026-01-01T00:00:00Z\r\nContent-Type: {media}\r\n"
+        head += f"WARC-Target-URI: {url}\r\n" if url else ""
+        head += f"Content-Length: {len(block)}\r\n\r\n"
+        out.append(head.encode() + block + b"\r\n\r\n")
+    return b"".join(out)
+
+
 COMPRESS = {
     "gz": lambda b: gzip.compress(b, mtime=0),
     "bz2": bz2.compress,
@@ -262,6 +281,11 @@ TARGETS: dict[str, Target] = {
     "arrow": Target(_records("f.arrow", "arrow"), lambda: [_arrow_seed()]),
     "csv": Target(_records("f.csv", "csv"), lambda: [b'id,text\n1,one\n2,"two, and\nmore"\n']),
     "mediawiki": Target(_records("f-pages-articles.xml", "mediawiki"), lambda: [_wiki_seed()]),
+    "warc": Target(_records("f.warc", "warc"), lambda: [_warc_seed()]),
+    "warc.gz": Target(
+        _records("f.warc.gz", "warc"), lambda: [gzip.compress(_warc_seed(), mtime=0)]
+    ),
+    "html": Target(_records("f.html", "html"), lambda: [_warc_seed().split(b"\r\n\r\n", 3)[-1]]),
     **{
         f"jsonl.{suffix}": Target(
             _records(f"f.jsonl.{suffix}", "jsonl"), lambda c=compress: [c(_jsonl_seed())]
