@@ -188,12 +188,12 @@ def _pins(path: Path) -> dict[str, str]:
 def test_the_worker_requirements_are_the_launchers() -> None:
     """Every dependency of the package (but Beam, which is the image's) is in
     requirements-dataflow.txt at the version constraints.txt tests, as are the filters'
-    extras; Dockerfile.dataflow's Beam is the launcher's."""
+    and the readers' extras; Dockerfile.dataflow's Beam is the launcher's."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {re.split(r"[<>=\[ ]", d)[0].lower() for d in project["dependencies"]}
     names |= {
         re.split(r"[<>=\[ ]", d)[0].lower()
-        for x in ("lang", "ftfy")
+        for x in ("lang", "ftfy", "wiki", "web")
         for d in project["optional-dependencies"][x]
     }
     workers, tested = _pins(ROOT / "requirements-dataflow.txt"), _pins(ROOT / "constraints.txt")
