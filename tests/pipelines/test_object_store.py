@@ -5,6 +5,7 @@ objects under a prefix; every file written there must be the bytes a local run w
 
 from __future__ import annotations
 
+import bz2
 import hashlib
 import importlib.util
 import json
@@ -234,3 +235,37 @@ def test_meta_several_stores_and_provenance_on_a_bucket(bucket, local, tmp_path)
     assert any(name.startswith(".provenance/") for name in mine)
     stats = json.loads(mine_stats := (here / "docs" / ".stats.json").read_text())
     assert stats["duplicates"] == 10 and len(stats["upstreams"]) == 2, mine_stats
+
+
+def test_a_wikipedia_dump_and_a_crawl_are_read_from_a_bucket(bucket, tmp_path) -> None:
+    """Issue 35's raw forms where they usually lie, on a bucket: a -multistream dump (its bz2
+    streams found by seeking through the object) and a gzipped WARC file clean to the bytes
+    they clean to from local disk."""
+    pytest.importorskip("mwparserfromhell")
+    pytest.importorskip("fastwarc")
+    import fsspec
+
+    from tests.corpus.text.test_web import CRAWL, write_warc
+    from tests.corpus.text.test_wiki import ADA, _page
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    pages = [_page(i, f"Page {i}", f"{ADA}\n\nPage {i} of the dump.") for i in range(1, 40)]
+    streams = ["<mediawiki><siteinfo/>\n", *["".join(pages[k : k + 5]) for k in range(0, 39, 5)]]
+    multistream = b"".join(bz2.compress(s.encode()) for s in [*streams, "</mediawiki>\n"])
+    (raw / "enwiki-x-pages-articles-multistream.xml.bz2").write_bytes(multistream)
+    write_warc(raw / "CC-MAIN-1.warc.gz", CRAWL)
+    for path in raw.iterdir():
+        with fsspec.open(f"{bucket.url}/raw35/raw/{path.name}", "wb") as f:
+            f.write(path.read_bytes())
+    argv = ["clean", "--no-progress"]
+    assert main([*argv, "--input", str(raw), "--output", str(tmp_path / "here")]) == 0
+    at = f"{bucket.url}/raw35/docs"
+    there_in = f"{bucket.url}/raw35/raw"
+    assert main([*argv, "--input", there_in, "--output", at, *bucket.flags]) == 0
+    there, mine = bucket.files("raw35/docs"), _local_files(tmp_path / "here")
+    assert sorted(there) == sorted(mine)
+    for name, data in there.items():
+        assert _comparable(name, data, there_in, str(raw)) == mine[name], name
+    stats = json.loads(mine[".stats.json"])
+    assert stats["documents_out"] == 39 + 2, stats  # the articles and two HTML pages
