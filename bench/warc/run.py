@@ -238,6 +238,9 @@ def main() -> None:
     theirs = results["datatrove WarcReader + Trafilatura"][0]
     print(f"  agreement: our lines it has {agreement(ours, theirs):.3f}, "
           f"its lines we have {agreement(theirs, ours):.3f}")  # fmt: skip
+    p, r, f = score(ours, {url: theirs[url] for url in ours.keys() & theirs.keys()})
+    print(f"  words, on the {len(ours.keys() & theirs.keys())} pages both kept: of ours in "
+          f"its output {p:.3f}, of its in ours {r:.3f}")  # fmt: skip
     print("\nend to end, all files:")
     for workers in (1, 2):
         t_ours, t_dt = clean(paths, args.work, workers), datatrove(paths, args.work, workers)
