@@ -148,8 +148,9 @@ class SampleFigures:
 class VocabStats:
     """vocab_stats.json: the vocabulary, its training sample, and its figures on the
     held-out sample (`heldout`: rate, documents, words, chars, tokens, unk_tokens, unk_rate,
-    tokens_per_word, chars_per_token, vocab_used, vocab_used_share; rates None where a
-    count they divide by is 0)."""
+    tokens_per_word, chars_per_token, vocab_used, vocab_used_share, and `by_script`: words,
+    tokens, unk_tokens, tokens_per_word and unk_rate for each script's words; rates None
+    where a count they divide by is 0)."""
 
     kind: str
     vocab_size: int

@@ -3,6 +3,10 @@
 Words are whitespace-separated words, the same for every vocabulary kind, so tokens per
 word compares WordPiece, BPE and Unigram on equal terms. Characters count every character
 of the text. Special tokens are never counted (texts are encoded without them).
+
+`by_script` gives the same figures for the words of each writing system (corpus.vocab.
+scripts): a document's words of one script are encoded together, apart from the rest, so a
+vocabulary that serves English well and Korean badly says so.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
+
+from clozeworks.corpus.vocab.scripts import script_of
 
 
 @dataclass
@@ -27,6 +33,8 @@ class HeldOutStats:
     chars: int = 0
     tokens: int = 0
     unk_tokens: int = 0
+    # script -> [words, tokens, unknown tokens]
+    scripts: dict[str, list[int]] = field(default_factory=dict)
     _used: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -49,6 +57,26 @@ class HeldOutStats:
                 self._counts += np.bincount(arr, minlength=self.vocab_size)[: self.vocab_size]
                 if self.unk_id is not None:
                     self.unk_tokens += int(np.count_nonzero(arr == self.unk_id))
+        self._add_by_script(tok, texts)
+
+    def _add_by_script(self, tok: Tokenizer, texts: list[str]) -> None:
+        pieces: list[tuple[str, list[str]]] = []
+        for text in texts:
+            by_script: dict[str, list[str]] = {}
+            for word in text.split():
+                script = script_of(word)
+                if script is not None:
+                    by_script.setdefault(script, []).append(word)
+            pieces.extend(by_script.items())
+        encodings = tok.encode_batch_fast(
+            [" ".join(w) for _, w in pieces], add_special_tokens=False
+        )
+        for (script, words), enc in zip(pieces, encodings, strict=True):
+            totals = self.scripts.setdefault(script, [0, 0, 0])
+            totals[0] += len(words)
+            totals[1] += len(enc.ids)
+            if self.unk_id is not None:
+                totals[2] += enc.ids.count(self.unk_id)
 
     def token_counts(self) -> dict[str, Any]:
         """How often each id occurred in the held-out texts (`token_counts.json`): the
@@ -75,6 +103,18 @@ class HeldOutStats:
             "chars_per_token": _ratio(self.chars, self.tokens),
             "vocab_used": used,
             "vocab_used_share": _ratio(used, regular),
+            "by_script": {
+                script: {
+                    "words": words,
+                    "tokens": tokens,
+                    "unk_tokens": unk,
+                    "tokens_per_word": _ratio(tokens, words),
+                    "unk_rate": _ratio(unk, tokens),
+                }
+                for script, (words, tokens, unk) in sorted(
+                    self.scripts.items(), key=lambda item: (-item[1][0], item[0])
+                )
+            },
         }
 
 

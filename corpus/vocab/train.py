@@ -106,7 +106,9 @@ class VocabConfig:
     )
     # None: as the paper (BERT, ALBERT lowercase; RoBERTa does not).
     cased: bool | None = setting(
-        None, "keep case; --no-cased lowercases and strips accents (default: as the paper)"
+        None,
+        "keep case; --no-cased lowercases (wordpiece: and strips Latin, Greek and Cyrillic "
+        "accents, other scripts kept whole) (default: as the paper)",
     )
     extra_special_tokens: tuple[str, ...] = setting(
         (),
@@ -161,17 +163,41 @@ class VocabConfig:
         return [SENTINEL.format(i) for i in range(self.sentinels)]
 
 
+# Scripts whose accents BERT's uncased models strip (the marks a letter carries in NFD).
+ACCENTED_SCRIPTS = ("Latin", "Greek", "Cyrillic")
+
+
+def wordpiece_normalizer(lowercase: bool) -> normalizers.Normalizer:
+    """BERT's normalizer (control characters removed, spaces around CJK ideographs), and
+    uncased: lowercase, accents stripped from Latin, Greek and Cyrillic letters only, NFC.
+
+    BERT's own uncased step decomposes to NFD, drops every combining mark and never
+    recomposes: Hangul syllables come out as conjoining jamo (mBERT-uncased's known Korean
+    defect), kana lose their dakuten (が -> か), Devanagari its virama, Hebrew its points.
+    Here marks go only after a letter of the scripts BERT meant, and NFC puts the rest back
+    together, so every other script leaves the normalizer as it came in (in NFC)."""
+    if not lowercase:  # strip_accents None: follow lowercase, as BERT's cased models do
+        return normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=False
+        )
+    bert = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=True
+    )
+    letters = "".join(rf"\p{{{script}}}" for script in ACCENTED_SCRIPTS)
+    return normalizers.Sequence([
+        bert,
+        normalizers.NFD(),
+        normalizers.Replace(Regex(rf"(?<=[{letters}])\p{{Mn}}+"), ""),
+        normalizers.NFC(),
+    ])  # fmt: skip
+
+
 def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
     """The normalizer, pre-tokenizer and decoder BERT / RoBERTa / ALBERT use, no vocabulary."""
     sp = special_tokens_for(config.kind)
     if config.kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token=sp.unk, max_input_chars_per_word=100))
-        tok.normalizer = normalizers.BertNormalizer(
-            clean_text=True,
-            handle_chinese_chars=True,
-            strip_accents=None,  # None: strip accents exactly when lowercasing, as BERT does
-            lowercase=config.lowercase,
-        )
+        tok.normalizer = wordpiece_normalizer(config.lowercase)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
     elif config.kind == "bpe":

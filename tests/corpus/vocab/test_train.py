@@ -74,7 +74,9 @@ def test_autotokenizer_gives_exactly_the_rust_ids(saved, kind) -> None:
 
 def test_wordpiece_follows_bert_conventions(saved) -> None:
     hf = AutoTokenizer.from_pretrained(str(saved["wordpiece"]))
-    assert isinstance(hf, BertTokenizerFast)
+    # Uncased: the tokenizer.json's own pipeline, not BertTokenizerFast, which would put
+    # BERT's NFD-and-strip-every-mark normalizer back (and break Hangul; issue 36).
+    assert not isinstance(hf, BertTokenizerFast)
     assert [hf.pad_token_id, hf.unk_token_id, hf.cls_token_id, hf.sep_token_id] == [0, 1, 2, 3]
     assert hf.mask_token_id == 4
     pair = hf("first part", "second part")
