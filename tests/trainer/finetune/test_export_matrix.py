@@ -225,7 +225,9 @@ def test_inspect_says_what_an_export_holds(sources, task_data, tmp_path, capsys)
     assert main(["inspect", str(sources["transformers"]), "--json"]) == 0
     pretrained = json.loads(capsys.readouterr().out)
     assert pretrained["class"] == "BertForPreTraining" and not pretrained["finetuned"]
-    assert pretrained["task"] is None and pretrained["tokenizer"] == "BertTokenizer"
+    # Uncased WordPiece: the tokenizer.json's own class (BertTokenizer would rebuild BERT's
+    # normalizer, which breaks Hangul; issue 36).
+    assert pretrained["task"] is None and pretrained["tokenizer"] == "PreTrainedTokenizerFast"
 
 
 def test_a_tokenizer_file_the_model_wrote_too_is_an_error(tmp_path) -> None:
