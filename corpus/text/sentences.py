@@ -14,9 +14,13 @@ between), so the pieces' edges do not tell whether a boundary lies between words
 taken only where the original text has whitespace on one side of it, so an identifier such
 as `os.path` or `self._rescale` is never cut in the middle, and since the slices cover the
 text end to end, the sentences hold every word of it, in order, none glued to another.
+Chinese and Japanese put no space between sentences: there a cut is also taken right after
+full-width closing punctuation (。！？」), which no identifier holds.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import sentencex
 
@@ -25,7 +29,7 @@ DEFAULT_LANGUAGE = "en"
 
 def split_sentences(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     """Sentences of `text` in order, stripped, none empty: `" ".join(...).split()` is
-    `text.split()`.
+    `text.split()`, but that a word may be cut after full-width punctuation (。).
 
     `language` is an ISO 639 code; languages sentencex does not know fall back to its
     generic rules.
@@ -47,13 +51,23 @@ def piece_starts(text: str, pieces: list[str]) -> list[int]:
     return starts
 
 
+def _closes_wide(ch: str) -> bool:
+    """Full-width punctuation that ends a sentence or closes a quote (。！？」』）)."""
+    return unicodedata.category(ch) in ("Po", "Pe", "Pf") and unicodedata.east_asian_width(ch) in (
+        "W",
+        "F",
+    )
+
+
 def cut_at(text: str, starts: list[int]) -> list[str]:
-    """`text` cut at those of `starts` that have whitespace on one side, each slice
-    stripped, empty ones dropped."""
+    """`text` cut at those of `starts` that have whitespace on one side or full-width
+    closing punctuation before them, each slice stripped, empty ones dropped."""
     out = []
     previous = 0
     for at in starts:
-        if 0 < at < len(text) and (text[at - 1].isspace() or text[at].isspace()):
+        if 0 < at < len(text) and (
+            text[at - 1].isspace() or text[at].isspace() or _closes_wide(text[at - 1])
+        ):
             sentence = text[previous:at].strip()
             if sentence:
                 out.append(sentence)

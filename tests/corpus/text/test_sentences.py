@@ -1,5 +1,7 @@
 """Sentence splitting (sentencex's boundaries, cut at whitespace in the original text)."""
 
+import re
+
 import pytest
 import sentencex
 from hypothesis import given
@@ -50,8 +52,28 @@ def test_other_languages() -> None:
     assert split_sentences("Это первое. А это второе?", "ru") == ["Это первое.", "А это второе?"]
 
 
+@pytest.mark.parametrize("language", ["ja", "zh", "en"])
+def test_chinese_and_japanese_sentences_end_without_a_space(language: str) -> None:
+    text = "今日は晴れです。明日は雨です！本当？中文句子。第二句。"
+    assert split_sentences(text, language) == [
+        "今日は晴れです。",
+        "明日は雨です！",
+        "本当？",
+        "中文句子。",
+        "第二句。",
+    ]
+    korean = "오늘은 맑습니다. 내일은 비가 옵니다! 정말요?"
+    assert split_sentences(korean, "ko") == ["오늘은 맑습니다.", "내일은 비가 옵니다!", "정말요?"]
+
+
+def _words(text: str) -> list[str]:
+    """Words, each also cut after full-width punctuation (where Chinese and Japanese
+    sentences end without a space)."""
+    return [p for w in text.split() for p in re.split(r"(?<=[。！？」』）])", w) if p]
+
+
 def _words_kept(text: str, sentences: list[str]) -> bool:
-    return " ".join(sentences).split() == text.split()
+    return _words(" ".join(sentences)) == _words(text)
 
 
 _DOCUMENTS = real_documents.documents()
@@ -81,7 +103,9 @@ def test_the_segmenter_drops_whitespace_and_no_word_is_glued() -> None:
     assert sum(s.startswith("Heading") for s in sentences) == 400
 
 
-_ALPHABET = st.sampled_from(list('ab. ?!"\n\r\t\u201c\u201d()XY1\u00e9\ud55c'))
+_ALPHABET = st.sampled_from(
+    list('ab. ?!"\n\r\t\u201c\u201d()XY1\u00e9\ud55c\u6587\u3002\uff01\u300d')
+)
 
 
 @given(st.text(alphabet=_ALPHABET, max_size=200))
