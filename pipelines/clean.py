@@ -20,6 +20,7 @@ from clozeworks.corpus.text.filters import (
     build_filters,
     expand_names,
 )
+from clozeworks.corpus.text.filters.languages import settings_for
 from clozeworks.corpus.text.normalize import NormalForm, check_mojibake_support, normalize_text
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
@@ -55,6 +56,8 @@ from clozeworks.schemas.sidecars import STATS_FILE
 from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
+LANGUAGE_FOUND = "language."
+UNDETERMINED = "und"  # ISO 639-2's code for a language not determined
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
 
@@ -104,6 +107,13 @@ class CleanSettings:
         DEFAULT_MAX_RECORD_BYTES,
         "longer raw records are counted as too_long and skipped unread",
     )
+    # The filters' rules follow the document's language (corpus/text/filters/languages.py).
+    language: str = setting(
+        "",
+        "language of the corpus (ISO 639-1, e.g. ko) whose filter settings apply; the "
+        "language filter's answer wins for each document it identifies (default: English's)",
+        metavar="CODE",
+    )
     extractor: ExtractorName = setting(
         DEFAULT_EXTRACTOR, "main text of HTML (warc, html): resiliparse or trafilatura"
     )
@@ -139,16 +149,21 @@ class CleanConfig(CleanSettings):
 
 
 class _CleanDocument(beam.DoFn):
-    def __init__(self, normal_form: str, filters: Sequence[DocumentFilter], fix: bool) -> None:
+    def __init__(
+        self, normal_form: str, filters: Sequence[DocumentFilter], fix: bool, language: str
+    ) -> None:
         self.normal_form = normal_form
         self.filters = list(filters)
         self.fix = fix
+        self.language = language or None
         self.kept = counter("documents_out")
         self.bytes_out = counter("bytes_out")
 
     def process(self, doc: RawDocument) -> Iterator[Any]:
         text = normalize_text(doc.text, self.normal_form, self.fix)
-        result = apply_filters(text, self.filters) if text else None
+        result = apply_filters(text, self.filters, self.language) if text else None
+        if result is not None:
+            counter(f"{LANGUAGE_FOUND}{result.language or UNDETERMINED}").inc()
         if result is None or not result.keep:
             reason = "empty_after_normalize" if result is None else str(result.reason)
             counter(f"dropped.{reason}").inc()
@@ -168,16 +183,21 @@ class CleanDocuments(beam.PTransform):
     """RawDocument -> document rows (main) and (reason, RawDocument) tagged `dropped`."""
 
     def __init__(
-        self, normal_form: str, filters: Sequence[DocumentFilter], fix_mojibake: bool = False
+        self,
+        normal_form: str,
+        filters: Sequence[DocumentFilter],
+        fix_mojibake: bool = False,
+        language: str = "",
     ) -> None:
         super().__init__()
         self.normal_form = normal_form
         self.filters = filters
         self.fix_mojibake = fix_mojibake
+        self.language = language
 
     def expand(self, docs: Any) -> Any:
         return docs | "NormalizeAndFilter" >> beam.ParDo(
-            _CleanDocument(self.normal_form, self.filters, self.fix_mojibake)
+            _CleanDocument(self.normal_form, self.filters, self.fix_mojibake, self.language)
         ).with_outputs(DROPPED, main="kept")
 
 
@@ -268,7 +288,7 @@ class Clean(beam.PTransform):
         )
         # Document rows that passed every filter, and (reason, document) that did not.
         cleaned = raw.documents | "Clean" >> CleanDocuments(
-            config.normal_form, self.filters, config.fix_mojibake
+            config.normal_form, self.filters, config.fix_mojibake, config.language
         )
         kept, dropped = cleaned.kept, [cleaned.dropped]
         if config.id_field:
@@ -329,6 +349,11 @@ def run_clean(
             for k in list(counts)
             if k.startswith(META_FOUND)
         }
+        languages = {
+            k.removeprefix(LANGUAGE_FOUND): counts.pop(k)
+            for k in sorted(counts)
+            if k.startswith(LANGUAGE_FOUND)
+        }
         missing = counts.get("dropped.missing_text", 0)
         if missing and missing == counts["documents_in"]:
             # Not a corpus with bad records: a field name that matches nothing.
@@ -352,6 +377,12 @@ def run_clean(
             "fields": [rule.to_text() for rule in config.fields],
             # Documents read that had each meta field (0: a name that matches nothing).
             "meta_fields": {name: found.get(name, 0) for name in config.meta_fields},
+            # Documents filtered per language, and the filter settings each got ("und": no
+            # language given or identified).
+            "languages": {
+                code: {"documents": n, "settings": settings_for(_known(code)).name}
+                for code, n in languages.items()
+            },
             **counts,
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.
@@ -361,6 +392,10 @@ def run_clean(
             run.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
         run.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
+
+
+def _known(code: str) -> str | None:
+    return None if code == UNDETERMINED else code
 
 
 def _input_sizes(files: Sequence[str]) -> list[tuple[str, int]]:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from clozeworks.corpus.text.filters.base import FilterResult
+from clozeworks.corpus.text.filters.languages import ENGLISH, LanguageSettings
 from clozeworks.corpus.text.sentences import split_sentences
 
 _CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
-_END_MARKS = (".", "?", "!", '"')
 _ELLIPSIS = "..."
 _POLICY = (
     "terms of use",
@@ -51,6 +51,13 @@ class C4Filter:
     curly_bracket: bool = field(default=True, metadata={"help": "drop pages containing {"})
 
     def filter(self, text: str) -> FilterResult:
+        return self.filter_in(text, ENGLISH)
+
+    def filter_in(self, text: str, language: LanguageSettings) -> FilterResult:
+        """C4's rules with the line ends `language` writes (。 for Chinese and Japanese); the
+        words-per-line rule only where words are spaced."""
+        end_marks = language.terminal_punctuation
+        min_words = self.min_words_per_line if language.spaced_words else 0
         kept: list[str] = []
         sentences = 0
         for raw_line in text.splitlines():
@@ -59,9 +66,9 @@ class C4Filter:
                 continue
             if self.remove_citations:
                 line = _CITATION.sub("", line)
-            if self.terminal_punct and (not line.endswith(_END_MARKS) or line.endswith(_ELLIPSIS)):
+            if self.terminal_punct and (not line.endswith(end_marks) or line.endswith(_ELLIPSIS)):
                 continue
-            if len(line.split()) < self.min_words_per_line:
+            if len(line.split()) < min_words:
                 continue
             lower = line.lower()
             if self.lorem_ipsum and "lorem ipsum" in lower:

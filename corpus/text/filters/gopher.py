@@ -13,6 +13,11 @@ from typing import ClassVar
 import numpy as np
 
 from clozeworks.corpus.text.filters.base import FilterResult
+from clozeworks.corpus.text.filters.languages import (
+    ENGLISH,
+    ENGLISH_STOP_WORDS,
+    LanguageSettings,
+)
 from clozeworks.corpus.text.filters.text import (
     content_words,
     count_numeric_words,
@@ -23,7 +28,7 @@ from clozeworks.corpus.text.filters.text import (
     split_words,
 )
 
-STOP_WORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
+STOP_WORDS = ENGLISH_STOP_WORDS  # the paper's eight
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,18 @@ class GopherQualityFilter:
         default=0.8, metadata={"help": "share of words with a letter"}
     )
     min_stop_words: int = field(
-        default=2, metadata={"help": "distinct English stop words required"}
+        default=2, metadata={"help": "distinct stop words of the document's language required"}
     )
 
     def filter(self, text: str) -> FilterResult:
+        return self.filter_in(text, ENGLISH)
+
+    def filter_in(self, text: str, language: LanguageSettings) -> FilterResult:
+        """The rules `language` allows: without spaces between words only the line rules;
+        without stop words or word-length settings, not those rules."""
+        lines = text.splitlines()
+        if not language.spaced_words:
+            return self._line_rules(lines)
         content = content_words(text)
         n_words = len(content) + count_symbols(text)
         if not content or len(content) < self.min_words:
@@ -58,27 +71,35 @@ class GopherQualityFilter:
         if len(content) > self.max_words:
             return FilterResult.drop("too_many_words")
         mean_length = sum(map(len, content)) / len(content)
-        if mean_length < self.min_mean_word_length:
+        if language.word_length_rule and mean_length < self.min_mean_word_length:
             return FilterResult.drop("short_words")
-        if mean_length > self.max_mean_word_length:
+        if language.word_length_rule and mean_length > self.max_mean_word_length:
             return FilterResult.drop("long_words")
         if text.count("#") / n_words > self.max_symbol_word_ratio:
             return FilterResult.drop("hash_ratio")
         if (text.count("...") + text.count("…")) / n_words > self.max_symbol_word_ratio:
             return FilterResult.drop("ellipsis_ratio")
-        lines = text.splitlines()
+        by_lines = self._line_rules(lines)
+        if not by_lines.keep:
+            return by_lines
+        alpha = len(content) - count_numeric_words(text)
+        if alpha / n_words < self.min_alpha_words_ratio:
+            return FilterResult.drop("alpha_words")
+        if language.stop_words is not None:
+            lowered = {w.lower() for w in content if len(w) <= 4}
+            if len(language.stop_words & lowered) < self.min_stop_words:
+                return FilterResult.drop("stop_words")
+        return FilterResult.kept()
+
+    def _line_rules(self, lines: list[str]) -> FilterResult:
+        if not lines:
+            return FilterResult.drop("too_few_words")
         bullets = sum(line.lstrip().startswith(("•", "-")) for line in lines)
         if bullets / len(lines) > self.max_bullet_lines_ratio:
             return FilterResult.drop("bullet_lines")
         ellipses = sum(line.rstrip().endswith(("...", "…")) for line in lines)
         if ellipses / len(lines) > self.max_ellipsis_lines_ratio:
             return FilterResult.drop("ellipsis_lines")
-        alpha = len(content) - count_numeric_words(text)
-        if alpha / n_words < self.min_alpha_words_ratio:
-            return FilterResult.drop("alpha_words")
-        lowered = {w.lower() for w in content if len(w) <= 4}
-        if len(STOP_WORDS & lowered) < self.min_stop_words:
-            return FilterResult.drop("stop_words")
         return FilterResult.kept()
 
 
@@ -108,6 +129,11 @@ class GopherRepetitionFilter:
     dup_10gram_frac: float = field(default=0.10, metadata={"help": "chars in repeated 10-grams"})
 
     def filter(self, text: str) -> FilterResult:
+        return self.filter_in(text, ENGLISH)
+
+    def filter_in(self, text: str, language: LanguageSettings) -> FilterResult:
+        """Duplicate paragraphs and lines for every language; the word n-gram rules where
+        words are spaced (without spaces a "word" is a whole run of text)."""
         size = len(text)
         if not size:
             return FilterResult.drop("empty")
@@ -123,7 +149,7 @@ class GopherRepetitionFilter:
             return FilterResult.drop("dup_line_frac")
         if chars / size > self.dup_line_char_frac:
             return FilterResult.drop("dup_line_char_frac")
-        words = split_words(text)
+        words = split_words(text) if language.spaced_words else []
         if len(words) < 2:
             return FilterResult.kept()
         ids, lengths = _word_ids(words)

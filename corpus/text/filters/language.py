@@ -112,9 +112,10 @@ class LanguageFilter:
             )
 
     def filter(self, text: str) -> FilterResult:
+        """Kept or not, with the language identified (the filters after this one use it)."""
         lang, score = load_backend(self.backend, self.model_path).predict(text)
         if lang not in self.languages.split(","):
-            return FilterResult.drop("other_language")
+            return FilterResult(False, "other_language", language=lang)
         if score < self.min_score:
-            return FilterResult.drop("low_score")
-        return FilterResult.kept()
+            return FilterResult(False, "low_score", language=lang)
+        return FilterResult.kept(language=lang)

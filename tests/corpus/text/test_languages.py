@@ -1,0 +1,107 @@
+"""Filters follow the document's language (issue 36, item 2): English's rules for English,
+no English-only rule for a language without settings, no word counts where words have no
+spaces between them; `.stats.json` says which settings each language got."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow.parquet as pq
+import pytest
+
+from clozeworks.cli import main
+from clozeworks.corpus.text.filters import build_filters
+from clozeworks.corpus.text.filters.base import apply_filters
+from clozeworks.corpus.text.filters.languages import ENGLISH, FALLBACK, settings_for
+from tests.conftest import write_jsonl
+
+# Written for the test: Korean prose with spaces between words (no English stop words).
+KOREAN = (
+    "언어 모델은 많은 문서를 읽고 다음에 올 낱말을 예측하도록 훈련됩니다. 이렇게 훈련된 모델은 "
+    "문장의 뜻을 이해하는 데 쓰입니다. 한국어 문서는 띄어쓰기가 있어서 낱말을 셀 수 있습니다. "
+    "그러나 영어의 기능어는 한국어 문서에 나오지 않습니다. 그래서 영어 규칙으로 거르면 좋은 "
+    "문서도 버려집니다. 이 시험은 그런 문서가 살아남는지 확인합니다. 문서마다 언어가 다르면 "
+    "규칙도 달라야 합니다. 우리는 말뭉치를 정리할 때 이 점을 꼭 기억해야 합니다. 서울의 "
+    "도서관에는 오래된 책과 새로운 잡지가 함께 놓여 있습니다. 학생들은 주말마다 그곳에 모여 "
+    "함께 공부하고 서로의 생각을 나눕니다. 봄이 오면 공원에는 꽃이 피고 사람들이 산책을 "
+    "즐깁니다. 날씨가 좋은 날에는 강가를 따라 자전거를 타는 가족도 많습니다."
+)
+# Japanese prose: no spaces; sentences end in 。
+JAPANESE = "\n".join(
+    [
+        "言語モデルは大量の文書を読んで次の単語を予測するように訓練されます。",
+        "日本語の文書には単語の間に空白がありません。",
+        "そのため英語の規則で単語を数えると一つの長い単語に見えます。",
+        "この試験はそのような文書が残ることを確かめます。",
+    ]
+)
+ENGLISH_DOC = (
+    "The model reads a great many documents and learns to predict the word that comes "
+    "next. It is trained for weeks on machines that have many processors, and the text "
+    "that it sees has to be clean. That is why the corpus is filtered with rules that were "
+    "written for English pages, which is what most of the web was when they were made. "
+    "Some pages are lists of links, others are menus or cookie notices, and a few are "
+    "simply the same sentence again and again. Each rule removes one kind of such page, "
+    "and together they keep the prose that people wrote for other people to read."
+)
+
+
+def _verdict(text: str, names: str, language: str | None) -> str:
+    result = apply_filters(text, build_filters(names.split(",")), language)
+    return "kept" if result.keep else str(result.reason)
+
+
+def test_korean_is_not_dropped_by_english_rules() -> None:
+    # English's rules: Korean words are short, and have no English stop words.
+    assert _verdict(KOREAN, "gopher-quality", None) == "gopher-quality.short_words"
+    assert _verdict(KOREAN, "gopher", "ko") == "kept"
+    assert settings_for("ko") is FALLBACK and settings_for("en-US") is ENGLISH
+
+
+def test_japanese_lines_end_in_its_own_full_stop() -> None:
+    assert _verdict(JAPANESE, "c4", None) == "c4.too_few_sentences"
+    assert _verdict(JAPANESE, "c4,gopher", "ja") == "kept"
+    kept = apply_filters(JAPANESE, build_filters(["c4"]), "ja").text
+    assert kept == JAPANESE  # every line ends in 。 and none is cut for having no spaces
+
+
+def test_english_gets_the_papers_rules_whatever_is_said() -> None:
+    for language in (None, "en", "en-GB"):
+        assert _verdict(ENGLISH_DOC, "c4,gopher", language) == "kept"
+    no_stop_words = re.sub(r"\b(the|be|to|of|and|that|have|with)\b", "x", ENGLISH_DOC, flags=re.I)
+    assert _verdict(no_stop_words, "gopher-quality", "en") == "gopher-quality.stop_words"
+    assert _verdict(no_stop_words, "gopher-quality", "de") == "kept"  # no German list yet
+
+
+def test_the_identified_language_picks_the_settings_and_stats_say_so(tmp_path) -> None:
+    pytest.importorskip("py3langid")
+    docs = [KOREAN, ENGLISH_DOC, KOREAN.replace("서울", "부산")]
+    write_jsonl(tmp_path / "raw" / "a.jsonl", [{"text": t} for t in docs])
+    out = tmp_path / "docs"
+    argv = ["clean", "--input", str(tmp_path / "raw"), "--output", str(out), "--no-progress"]
+    assert main([*argv, "--filters", "language,gopher", "--language-languages", "ko,en"]) == 0
+    stats = json.loads((out / ".stats.json").read_text())
+    assert stats["documents_out"] == 3, stats
+    assert stats["languages"] == {
+        "en": {"documents": 1, "settings": "en"},
+        "ko": {"documents": 2, "settings": "fallback"},
+    }
+    assert len(pq.read_table(out)) == 3
+
+
+def test_a_corpus_language_given_on_the_command_line(tmp_path) -> None:
+    write_jsonl(
+        tmp_path / "raw" / "a.jsonl",
+        [{"text": t} for t in (KOREAN, KOREAN.replace("서울", "부산"))],
+    )
+    for language, kept in (("", 0), ("ko", 2)):
+        out = tmp_path / f"docs-{language or 'none'}"
+        argv = ["clean", "--input", str(tmp_path / "raw"), "--output", str(out)]
+        flags = ["--filters", "gopher", "--no-progress"]
+        assert main([*argv, *flags, *(["--language", language] if language else [])]) == 0
+        stats = json.loads((out / ".stats.json").read_text())
+        assert stats["documents_out"] == kept, stats
+        code = language or "und"
+        settings = "fallback" if language else "en"
+        assert stats["languages"] == {code: {"documents": 2, "settings": settings}}
