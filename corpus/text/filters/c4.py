@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from clozeworks.corpus.text.filters.base import FilterResult
-from clozeworks.corpus.text.filters.languages import ENGLISH, LanguageSettings
+from clozeworks.corpus.text.filters.languages import ENGLISH, LanguageSettings, words_of
 from clozeworks.corpus.text.sentences import split_sentences
 
 _CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
@@ -57,7 +57,7 @@ class C4Filter:
         """C4's rules with the line ends `language` writes (。 for Chinese and Japanese); the
         words-per-line rule only where words are spaced."""
         end_marks = language.terminal_punctuation
-        min_words = self.min_words_per_line if language.spaced_words else 0
+        min_words = self.min_words_per_line if language.word_rules else 0
         kept: list[str] = []
         sentences = 0
         for raw_line in text.splitlines():
@@ -68,7 +68,8 @@ class C4Filter:
                 line = _CITATION.sub("", line)
             if self.terminal_punct and (not line.endswith(end_marks) or line.endswith(_ELLIPSIS)):
                 continue
-            if len(line.split()) < min_words:
+            words = words_of(line, language)
+            if len(line.split() if words is None else words) < min_words:
                 continue
             lower = line.lower()
             if self.lorem_ipsum and "lorem ipsum" in lower:

@@ -17,6 +17,7 @@ from clozeworks.corpus.text.filters.languages import (
     ENGLISH,
     ENGLISH_STOP_WORDS,
     LanguageSettings,
+    words_of,
 )
 from clozeworks.corpus.text.filters.text import (
     content_words,
@@ -26,6 +27,7 @@ from clozeworks.corpus.text.filters.text import (
     nonempty_lines,
     paragraphs,
     split_words,
+    token_counts,
 )
 
 STOP_WORDS = ENGLISH_STOP_WORDS  # the paper's eight
@@ -62,10 +64,14 @@ class GopherQualityFilter:
         """The rules `language` allows: without spaces between words only the line rules;
         without stop words or word-length settings, not those rules."""
         lines = text.splitlines()
-        if not language.spaced_words:
+        if not language.word_rules:
             return self._line_rules(lines)
-        content = content_words(text)
-        n_words = len(content) + count_symbols(text)
+        tokens = words_of(text, language)
+        if tokens is None:
+            content, symbols, numeric = content_words(text), None, None
+        else:
+            content, symbols, numeric = token_counts(tokens)
+        n_words = len(content) + (count_symbols(text) if symbols is None else symbols)
         if not content or len(content) < self.min_words:
             return FilterResult.drop("too_few_words")
         if len(content) > self.max_words:
@@ -82,7 +88,7 @@ class GopherQualityFilter:
         by_lines = self._line_rules(lines)
         if not by_lines.keep:
             return by_lines
-        alpha = len(content) - count_numeric_words(text)
+        alpha = len(content) - (count_numeric_words(text) if numeric is None else numeric)
         if alpha / n_words < self.min_alpha_words_ratio:
             return FilterResult.drop("alpha_words")
         if language.stop_words is not None:
@@ -149,7 +155,11 @@ class GopherRepetitionFilter:
             return FilterResult.drop("dup_line_frac")
         if chars / size > self.dup_line_char_frac:
             return FilterResult.drop("dup_line_char_frac")
-        words = split_words(text) if language.spaced_words else []
+        words = (
+            split_words(text) if language.segmenter is None else words_of(text, language)
+        ) or []
+        if not language.word_rules:
+            words = []
         if len(words) < 2:
             return FilterResult.kept()
         ids, lengths = _word_ids(words)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clozeworks.corpus.text.filters.segmenters import available, segmenter
+
 # Gopher's stop words (Rae et al. 2021, A.1.1), as datatrove has them.
 ENGLISH_STOP_WORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
 # What ends a sentence in C4's line rule, and the full-width marks of Chinese and Japanese.
@@ -30,22 +32,27 @@ class LanguageSettings:
     stop_words: frozenset[str] | None
     # Gopher: the mean word length bounds apply (calibrated on English).
     word_length_rule: bool
-    # Words are separated by spaces: word counts (Gopher's 50-word minimum, C4's five
-    # words a line, word n-grams) mean something.
-    spaced_words: bool
+    # Words can be counted (spaces between them, or a segmenter): Gopher's 50-word minimum,
+    # its symbol, alphabetic-word and n-gram rules, C4's five words a line.
+    word_rules: bool
     # C4: a kept line ends in one of these.
     terminal_punctuation: tuple[str, ...]
+    # corpus/text/filters/segmenters.py: where words are not separated by spaces.
+    segmenter: str | None = None
 
 
 ENGLISH = LanguageSettings("en", ENGLISH_STOP_WORDS, True, True, LATIN_TERMINAL)
 FALLBACK = LanguageSettings("fallback", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL)
-# Written without spaces: word rules wait for a word segmenter (issue 36, item 4).
+# Written without spaces, and no segmenter: only line and paragraph rules.
 UNSPACED = LanguageSettings("unspaced", None, False, False, LATIN_TERMINAL + WIDE_TERMINAL)
+# Chinese and Japanese words are one to three characters: no English word-length bounds.
+CHINESE = LanguageSettings("zh", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL, "jieba")
+JAPANESE = LanguageSettings("ja", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL, "fugashi")
 
 SETTINGS: dict[str, LanguageSettings] = {
     "en": ENGLISH,
-    "zh": UNSPACED,
-    "ja": UNSPACED,
+    "zh": CHINESE,
+    "ja": JAPANESE,
     "th": UNSPACED,
     "lo": UNSPACED,
     "km": UNSPACED,
@@ -55,8 +62,20 @@ SETTINGS: dict[str, LanguageSettings] = {
 
 def settings_for(language: str | None) -> LanguageSettings:
     """The settings of an ISO 639-1 code (a region suffix ignored: `en-US`, `zh_CN`); no
-    language at all is English, as every filter assumed before languages were known."""
+    language at all is English, as every filter assumed before languages were known. A
+    language whose segmenter is not installed counts no words."""
     if not language:
         return ENGLISH
     code = language.replace("_", "-").split("-", 1)[0].lower()
-    return SETTINGS.get(code, FALLBACK)
+    settings = SETTINGS.get(code, FALLBACK)
+    if settings.segmenter is not None and not available(settings.segmenter):
+        return UNSPACED
+    return settings
+
+
+def words_of(text: str, settings: LanguageSettings) -> list[str] | None:
+    """The words (and punctuation tokens) of `text` by the language's segmenter; None
+    where words are separated by spaces (the filters split them themselves)."""
+    if settings.segmenter is None:
+        return None
+    return segmenter(settings.segmenter)(text)

@@ -37,6 +37,14 @@ def count_numeric_words(text: str) -> int:
     return len(_NUMERIC.findall(text))
 
 
+def token_counts(tokens: Sequence[str]) -> tuple[list[str], int, int]:
+    """(content words, symbol tokens, numeric words) of a segmenter's tokens, counted as
+    `content_words`, `count_symbols` and `count_numeric_words` count a spaced text's."""
+    content = [t for t in tokens if not is_symbol(t)]
+    numeric = sum(1 for t in content if _NUMERIC.fullmatch(t))
+    return content, len(tokens) - len(content), numeric
+
+
 def is_symbol(word: str) -> bool:
     """A token with no letter, digit or underscore (punctuation, symbols)."""
     return _ALNUM.search(word) is None

@@ -13,7 +13,7 @@ import pytest
 from clozeworks.cli import main
 from clozeworks.corpus.text.filters import build_filters
 from clozeworks.corpus.text.filters.base import apply_filters
-from clozeworks.corpus.text.filters.languages import ENGLISH, FALLBACK, settings_for
+from clozeworks.corpus.text.filters.languages import ENGLISH, FALLBACK, settings_for, words_of
 from tests.conftest import write_jsonl
 
 # Written for the test: Korean prose with spaces between words (no English stop words).
@@ -105,3 +105,20 @@ def test_a_corpus_language_given_on_the_command_line(tmp_path) -> None:
         code = language or "und"
         settings = "fallback" if language else "en"
         assert stats["languages"] == {code: {"documents": 2, "settings": settings}}
+
+
+def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
+    pytest.importorskip("jieba")
+    pytest.importorskip("fugashi")
+    japanese, chinese = settings_for("ja"), settings_for("zh-CN")
+    assert (japanese.segmenter, chinese.segmenter) == ("fugashi", "jieba")
+    assert words_of("言語モデルは文書を読みます。", japanese) == [
+        "言語", "モデル", "は", "文書", "を", "読み", "ます", "。",
+    ]  # fmt: skip
+    assert words_of("我们在北京大学学习中文。", chinese) == [
+        "我们", "在", "北京大学", "学习", "中文", "。",
+    ]  # fmt: skip
+    # Words are counted: a line of a dozen words is not 50, and one long run is not one.
+    assert _verdict("短い文書です。", "gopher-quality", "ja") == "gopher-quality.too_few_words"
+    assert _verdict(JAPANESE, "gopher-quality", "ja") == "kept"
+    assert words_of("plain English", ENGLISH) is None  # spaced: the filters split it
