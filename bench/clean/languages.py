@@ -11,7 +11,10 @@ counts as fully translated when py3langid names its language with a score of 0.9
 (commands and file names stay English in every translation), and only sections translated
 in every language are compared. "before": the filters with English's rules for every
 document, as clean ran them until now; "after": with `--filters language,...` naming the
-language first.
+language first. Then the agreement of our `c4,gopher` decisions ("after") with datatrove's
+C4QualityFilter (C4's code thresholds, as bench/clean/run.py sets them), GopherRepetition-
+and GopherQualityFilter, each told the language (its word tokenizer: spaCy's, SudachiPy for
+Japanese; needs `pip install spacy sudachipy sudachidict_core`).
 """
 
 from __future__ import annotations
@@ -76,6 +79,43 @@ def main() -> None:
                 cells.append(f"{100 * kept / max(1, len(full)):.0f}%")
             label = names if names == "length" else f"{names}, {when}"
             print(f"| {label} | {' | '.join(cells)} |")
+    agreement(texts, full)
+
+
+def datatrove_keeps(text: str, code: str) -> bool:
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import (
+        C4QualityFilter,
+        GopherQualityFilter,
+        GopherRepetitionFilter,
+    )
+
+    doc = Document(text=text, id="x")
+    steps = [
+        C4QualityFilter(min_num_sentences=3, min_words_per_line=5, language=code),
+        GopherRepetitionFilter(language=code),
+        GopherQualityFilter(language=code),
+    ]
+    for step in steps:
+        verdict = step.filter(doc)
+        if verdict is False or (isinstance(verdict, tuple) and not verdict[0]):
+            return False
+    return True
+
+
+def agreement(texts: dict[str, dict[str, str]], keys: list[str]) -> None:
+    filters = build_filters(["c4", "gopher"])
+    print("\n| agreement with datatrove, c4,gopher | " + " | ".join(LANGUAGES) + " |")
+    print(f"|---|{'---|' * len(LANGUAGES)}")
+    cells, kept = [], []
+    for lang, code in LANGUAGES.items():
+        theirs = [datatrove_keeps(texts[lang][k], code) for k in keys]
+        ours = [apply_filters(texts[lang][k], filters, code).keep for k in keys]
+        same = sum(a == b for a, b in zip(ours, theirs, strict=True))
+        cells.append(f"{100 * same / max(1, len(keys)):.0f}%")
+        kept.append(f"{100 * sum(theirs) / max(1, len(keys)):.0f}%")
+    print(f"| same keep/drop decision | {' | '.join(cells)} |")
+    print(f"| datatrove keeps | {' | '.join(kept)} |")
 
 
 if __name__ == "__main__":
