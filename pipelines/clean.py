@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,7 @@ from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
 LANGUAGE_FOUND = "language."
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
 UNDETERMINED = "und"  # ISO 639-2's code for a language not determined
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
@@ -125,6 +127,10 @@ class CleanSettings:
         """The filters, built; SettingError for a value no run can use."""
         check_choices(self)
         check_at_least("max_record_bytes", self.max_record_bytes, 1)
+        if self.language and not LANGUAGE_CODE.fullmatch(self.language):
+            raise SettingError(
+                "language", f"{self.language!r} is not an ISO 639-1 code such as ko, en or zh-CN"
+            )
         if self.fix_mojibake:
             check_mojibake_support()
         try:

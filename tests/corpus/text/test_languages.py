@@ -122,3 +122,12 @@ def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
     assert _verdict("短い文書です。", "gopher-quality", "ja") == "gopher-quality.too_few_words"
     assert _verdict(JAPANESE, "gopher-quality", "ja") == "kept"
     assert words_of("plain English", ENGLISH) is None  # spaced: the filters split it
+
+
+def test_a_language_that_is_not_a_code_is_one_line(tmp_path, capsys) -> None:
+    write_jsonl(tmp_path / "raw" / "a.jsonl", [{"text": KOREAN}])
+    argv = ["clean", "--input", str(tmp_path / "raw"), "--output", str(tmp_path / "docs")]
+    assert main([*argv, "--language", "Korean", "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'Korean' is not an ISO 639-1 code" in err[0], err
+    assert not (tmp_path / "docs").exists()
