@@ -305,7 +305,9 @@ def _one_line(message: str) -> str:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(f"cloze {command}: error: {message}", file=sys.stderr)
+    # One write with its newline, so a progress line from another thread cannot land inside.
+    sys.stderr.write(f"cloze {command}: error: {message}\n")
+    sys.stderr.flush()
     return code
 
 

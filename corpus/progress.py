@@ -112,7 +112,10 @@ class LineProgress:
 
     def _print(self, now: float) -> None:
         self._printed = True
-        print(self.line(now), file=self.stream, flush=True)
+        # One write with its newline: print() writes the line and "\n" apart, and a Ctrl-C
+        # (or the main thread's error line) landing between them joined two lines in one.
+        self.stream.write(self.line(now) + "\n")
+        self.stream.flush()
 
 
 def _amount(value: float, unit: str) -> str:
