@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,11 @@ def test_clean_draws_every_input_byte_and_every_kept_document(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, workers: int
 ) -> None:
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # bars, as on a terminal
+    # A temp directory of the test's own: what another run left in /tmp (a process killed
+    # with SIGKILL cannot clean up) is not this run's.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     raw = tmp_path / "raw"
     raw.mkdir()
     for i in range(3):
@@ -69,7 +75,7 @@ def test_clean_draws_every_input_byte_and_every_kept_document(
     assert re.match(rf"100%\|.*\| {size / 1024:.0f}k/{size / 1024:.0f}k", bars["read"]), bars
     assert bars["written"].startswith("600docs"), bars
     assert ENV not in os.environ
-    assert not [p for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("cloze-progress-*")]
+    assert not list(scratch.glob("cloze-progress-*"))
 
 
 def test_off_a_terminal_plain_lines_at_an_interval(
