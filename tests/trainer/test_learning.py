@@ -4,6 +4,7 @@ trained on: every tenth docstring goes to its own shard set, encoded with the sa
 vocabulary (the session's WordPiece tokenizer), packed and written with the real shard writer.
 """
 
+import shutil
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +40,8 @@ def write_shards(docs: list[str], source: Path, target: Path) -> Path:
     blocks = [make_block(seqs[i : i + 512], manifest.token_dtype) for i in range(0, len(seqs), 512)]
     info = write_blocks(target, 0, manifest.token_dtype, blocks)
     write_manifest(target, replace(manifest, max_seq_len=LENGTH, shards=(info,)))
+    # The tokenizer travels with the shards (training refuses a set it could not export).
+    shutil.copytree(source / TOKENIZER_DIR, target / TOKENIZER_DIR)
     return target
 
 
