@@ -40,6 +40,7 @@ from clozeworks.corpus.text.records import (
     make_id,
     sample,
     too_long,
+    whole_file,
 )
 from clozeworks.corpus.text.tables import read_arrow, read_csv, read_parquet
 from clozeworks.corpus.text.web import read_html, read_warc, require_web
@@ -425,12 +426,8 @@ def read_txt_file(
     stream: IO[bytes], source: str, options: ReadOptions | None = None
 ) -> Iterator[RawDocument | Rejected]:
     """A whole file is one document (position 1); past `max_record_bytes` it is `too_long`."""
-    options = options or ReadOptions()
-    data = stream.read(options.max_record_bytes + 1)
-    if len(data) > options.max_record_bytes:
-        yield too_long(source, 1, options.max_record_bytes)
-        return
-    yield document(data, source, 1, None, data)
+    data = whole_file(stream, source, options or ReadOptions())
+    yield data if isinstance(data, Rejected) else document(data, source, 1, None, data)
 
 
 def read_txt_blocks(

@@ -5,7 +5,7 @@ id, size), so jsonl, txt, Parquet, Arrow and CSV records become documents by one
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import IO, Any
 
 from clozeworks.corpus.text.fields import FieldRule, rule_for
 
@@ -105,6 +105,15 @@ def lone_surrogate(doc: RawDocument | Rejected) -> bool:
 
 def too_long(source: str, position: int, limit: int) -> Rejected:
     return Rejected("too_long", source, position, f"longer than {limit} bytes")
+
+
+def whole_file(stream: IO[bytes], source: str, options: ReadOptions) -> bytes | Rejected:
+    """A file that is one record (position 1): its bytes, or `too_long` past
+    `max_record_bytes`, having read no more than one byte beyond it."""
+    data = stream.read(options.max_record_bytes + 1)
+    if len(data) > options.max_record_bytes:
+        return too_long(source, 1, options.max_record_bytes)
+    return data
 
 
 # Field names a "no text field" message lists.

@@ -21,13 +21,20 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Literal, get_args
 
-from clozeworks.corpus.text.records import RawDocument, ReadOptions, Rejected, make_id, too_long
+from clozeworks.corpus.text.records import (
+    RawDocument,
+    ReadOptions,
+    Rejected,
+    make_id,
+    too_long,
+    whole_file,
+)
 from clozeworks.schemas.errors import BadInputError, SettingError
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
-def require_web(extractor: str = "resiliparse") -> None:
+def require_web(extractor: str) -> None:
     """SettingError when the [web] extra (or the chosen extractor) is not installed."""
     import importlib.util
 
@@ -196,9 +203,9 @@ def read_html(
 ) -> Iterator[RawDocument | Rejected]:
     """An HTML file is one document (position 1): its main text, its `lang` as language."""
     options = options or ReadOptions()
-    data = stream.read(options.max_record_bytes + 1)
-    if len(data) > options.max_record_bytes:
-        yield too_long(source, 1, options.max_record_bytes)
+    data = whole_file(stream, source, options)
+    if isinstance(data, Rejected):
+        yield data
         return
     text, language = EXTRACTORS[options.extractor](data, None)
     if not text.strip():
