@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,11 @@ from clozeworks.corpus.text.filters import (
     build_filters,
     expand_names,
 )
-from clozeworks.corpus.text.filters.languages import settings_for
+from clozeworks.corpus.text.filters.languages import (
+    UNDETERMINED,
+    is_language_code,
+    settings_report,
+)
 from clozeworks.corpus.text.normalize import NormalForm, check_mojibake_support, normalize_text
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
@@ -58,8 +61,6 @@ from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
 LANGUAGE_FOUND = "language."
-LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
-UNDETERMINED = "und"  # ISO 639-2's code for a language not determined
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
 
@@ -127,7 +128,7 @@ class CleanSettings:
         """The filters, built; SettingError for a value no run can use."""
         check_choices(self)
         check_at_least("max_record_bytes", self.max_record_bytes, 1)
-        if self.language and not LANGUAGE_CODE.fullmatch(self.language):
+        if self.language and not is_language_code(self.language):
             raise SettingError(
                 "language", f"{self.language!r} is not an ISO 639-1 code such as ko, en or zh-CN"
             )
@@ -357,7 +358,7 @@ def run_clean(
         }
         languages = {
             k.removeprefix(LANGUAGE_FOUND): counts.pop(k)
-            for k in sorted(counts)
+            for k in list(counts)
             if k.startswith(LANGUAGE_FOUND)
         }
         missing = counts.get("dropped.missing_text", 0)
@@ -383,12 +384,7 @@ def run_clean(
             "fields": [rule.to_text() for rule in config.fields],
             # Documents read that had each meta field (0: a name that matches nothing).
             "meta_fields": {name: found.get(name, 0) for name in config.meta_fields},
-            # Documents filtered per language, and the filter settings each got ("und": no
-            # language given or identified).
-            "languages": {
-                code: {"documents": n, "settings": settings_for(_known(code)).name}
-                for code, n in languages.items()
-            },
+            "languages": settings_report(languages),
             **counts,
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.
@@ -398,10 +394,6 @@ def run_clean(
             run.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
         run.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
-
-
-def _known(code: str) -> str | None:
-    return None if code == UNDETERMINED else code
 
 
 def _input_sizes(files: Sequence[str]) -> list[tuple[str, int]]:

@@ -155,11 +155,9 @@ class GopherRepetitionFilter:
             return FilterResult.drop("dup_line_frac")
         if chars / size > self.dup_line_char_frac:
             return FilterResult.drop("dup_line_char_frac")
-        words = (
-            split_words(text) if language.segmenter is None else words_of(text, language)
-        ) or []
-        if not language.word_rules:
-            words = []
+        words = words_of(text, language) if language.word_rules else []
+        if words is None:  # spaced: split here
+            words = split_words(text)
         if len(words) < 2:
             return FilterResult.kept()
         ids, lengths = _word_ids(words)

@@ -12,7 +12,10 @@ every rule that only English justifies, so no document is dropped for not being 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from clozeworks.corpus.text.filters.segmenters import available, segmenter
 
@@ -20,6 +23,10 @@ from clozeworks.corpus.text.filters.segmenters import available, segmenter
 ENGLISH_STOP_WORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
 # What ends a sentence in C4's line rule, and the full-width marks of Chinese and Japanese.
 LATIN_TERMINAL = (".", "!", "?", '"')
+# ISO 639-2's code for a language not determined: no --language and no language filter.
+UNDETERMINED = "und"
+# An ISO 639 code, optionally with a region or script: ko, en-US, zh_CN, zh-Hant-TW.
+_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
 WIDE_TERMINAL = ("。", "！", "？", "」", "』")
 
 
@@ -79,3 +86,19 @@ def words_of(text: str, settings: LanguageSettings) -> list[str] | None:
     if settings.segmenter is None:
         return None
     return segmenter(settings.segmenter)(text)
+
+
+def is_language_code(text: str) -> bool:
+    return _CODE.fullmatch(text) is not None
+
+
+def settings_report(documents: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """`.stats.json`'s `languages`: per code (UNDETERMINED: English's settings), the
+    documents filtered and the name of the settings they got."""
+    return {
+        code: {
+            "documents": n,
+            "settings": settings_for(None if code == UNDETERMINED else code).name,
+        }
+        for code, n in sorted(documents.items())
+    }
