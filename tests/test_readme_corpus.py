@@ -4,21 +4,18 @@
 from __future__ import annotations
 
 import json
-import re
-import shlex
-from pathlib import Path
 
 import pytest
 
 from clozeworks.cli import main
 from tests.corpus.text.test_web import page, write_warc
 from tests.corpus.text.test_wiki import ADA, _page, dump
+from tests.readme import cloze_commands
 
 pytest.importorskip("mwparserfromhell")
 pytest.importorskip("fastwarc")
 pytest.importorskip("py3langid")
 
-README = Path(__file__).parents[1] / "README.md"
 ENGLISH = "".join(
     f"<p>{p}</p>"
     for p in (
@@ -34,21 +31,12 @@ ENGLISH = "".join(
 )
 
 
-def commands() -> list[list[str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## From my corpus to a model", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, "the README lost its corpus example"
-    lines = block.group(1).replace("\\\n", " ").splitlines()
-    return [shlex.split(ln) for ln in lines if ln.startswith("cloze ")]
-
-
 def test_the_readme_starts_from_a_wikipedia_dump_and_a_warc_file(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     dump(tmp_path / "enwiki-latest-pages-articles-multistream.xml.bz2", [_page(12, "Ada", ADA)])
     crawl = [("response", "https://c.example/", "text/html", page("en", ENGLISH), "200 OK", {})]
     write_warc(tmp_path / "crawl" / "CC-MAIN-1.warc.gz", crawl)
-    ran = commands()
+    ran = cloze_commands("## From my corpus to a model")
     assert [c[1] for c in ran] == ["clean", "clean", "dedup", "inspect"]
     for argv in ran:
         assert main([*argv[1:], "--no-progress"] if argv[1] != "inspect" else argv[1:]) == 0

@@ -4,27 +4,15 @@ small Korean and a Korean/English corpus made here, and the Korean documents sur
 from __future__ import annotations
 
 import json
-import re
-import shlex
-from pathlib import Path
 
 import pytest
 
 from clozeworks.cli import main
 from tests.conftest import write_jsonl
 from tests.corpus.text.test_languages import ENGLISH_DOC, KOREAN
+from tests.readme import cloze_commands
 
 pytest.importorskip("py3langid")
-
-README = Path(__file__).parents[1] / "README.md"
-
-
-def commands() -> list[list[str]]:
-    section = README.read_text(encoding="utf-8").split("### A Korean corpus", 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, "the README lost its Korean example"
-    lines = block.group(1).replace("\\\n", " ").splitlines()
-    return [shlex.split(ln) for ln in lines if ln.startswith("cloze ")]
 
 
 def test_the_readme_korean_corpus_runs_as_written(tmp_path, monkeypatch) -> None:
@@ -34,7 +22,7 @@ def test_the_readme_korean_corpus_runs_as_written(tmp_path, monkeypatch) -> None
     write_jsonl(tmp_path / "ko-raw" / "a.jsonl", [{"text": t} for t in korean])
     mixed = [*korean, *(ENGLISH_DOC.replace("model", f"model {i}") for i in range(6))]
     write_jsonl(tmp_path / "mixed-raw" / "a.jsonl", [{"text": t} for t in mixed])
-    ran = commands()
+    ran = cloze_commands("### A Korean corpus")
     assert [c[1] for c in ran] == ["clean", "clean", "vocab", "shard"]
     for argv in ran:
         # Sizes for a dozen documents; the rest as written.
