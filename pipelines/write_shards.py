@@ -15,6 +15,7 @@ import numpy as np
 from clozeworks.corpus.shards.blocks import make_block, write_blocks
 from clozeworks.corpus.shards.instances import SequenceBatch
 from clozeworks.corpus.shards.settings import ShardSettings
+from clozeworks.corpus.shards.words import SegmentedWords, segmented_words
 from clozeworks.corpus.vocab.files import TOKEN_COUNTS_FILE
 from clozeworks.corpus.vocab.train import TokenizerInfo
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
@@ -43,6 +44,7 @@ class MaskSpec:
     mask_id: int
     pad_id: int
     counts: tuple[int, ...] | None = None  # token_counts.json, for replacements by frequency
+    words: SegmentedWords | None = None  # a segmenter's words (Chinese, Japanese)
 
     def masker(self) -> StaticMasker:
         from clozeworks.corpus.shards.masking import MaskTables
@@ -50,7 +52,12 @@ class MaskSpec:
 
         counts = None if self.counts is None else list(self.counts)
         tables = MaskTables.build(
-            self.vocab_size, list(self.special_ids), list(self.word_start), self.mask_id, counts
+            self.vocab_size,
+            list(self.special_ids),
+            list(self.word_start),
+            self.mask_id,
+            counts,
+            self.words,
         )
         return StaticMasker(tables, self.settings, self.seed, self.pad_id)
 
@@ -136,6 +143,11 @@ def mask_spec(
         mask_id=info.special_ids["mask"],
         pad_id=info.special_ids["pad"],
         counts=None if counts is None else tuple(counts),
+        words=(
+            None
+            if settings.kind == "token"
+            else segmented_words(config.language, info.tokens(), info.special)
+        ),
     )
 
 

@@ -38,6 +38,7 @@ from clozeworks.corpus.shards.counter_rng import (
     to_unit_interval,
 )
 from clozeworks.corpus.shards.spans import WordTable, albert_ngrams, spanbert_spans
+from clozeworks.corpus.shards.words import SegmentedWords
 from clozeworks.schemas.masking import MaskingSettings
 
 IGNORE_INDEX = -100
@@ -64,6 +65,9 @@ class MaskTables:
     # [V] float32 cumulative share of each id in the corpus (specials 0), or None: what a
     # replacement drawn by frequency inverts (SpanBERT).
     frequency_cdf: torch.Tensor | None = None
+    # Text without spaces (Chinese, Japanese): words by the language's segmenter, which
+    # replace `word_start` (corpus/shards/words.py). None: the vocabulary's word starts.
+    words: SegmentedWords | None = None
 
     @classmethod
     def build(
@@ -73,6 +77,7 @@ class MaskTables:
         word_start: list[bool] | None,
         mask_id: int,
         counts: list[int] | None = None,
+        words: SegmentedWords | None = None,
     ) -> MaskTables:
         special = torch.zeros(vocab_size, dtype=torch.bool)
         special[torch.tensor(sorted(set(special_ids)), dtype=torch.int64)] = True
@@ -94,7 +99,7 @@ class MaskTables:
             weights[special] = 0
             if float(weights.sum()) > 0:
                 cdf = (torch.cumsum(weights, 0) / weights.sum()).to(torch.float32)
-        return cls(special, starts, pool, mask_id, cdf)
+        return cls(special, starts, pool, mask_id, cdf, words)
 
     def to(self, device: torch.device | str) -> MaskTables:
         return MaskTables(
@@ -103,6 +108,7 @@ class MaskTables:
             random_pool=self.random_pool.to(device),
             mask_id=self.mask_id,
             frequency_cdf=None if self.frequency_cdf is None else self.frequency_cdf.to(device),
+            words=self.words,
         )
 
 
@@ -132,16 +138,23 @@ def _lengths_cdf(settings: MaskingSettings) -> torch.Tensor:
     return torch.cumsum(weights / weights.sum(), 0).to(torch.float32)
 
 
-def _words(ids: torch.Tensor, maskable: torch.Tensor, tables: MaskTables) -> torch.Tensor:
+def _words(
+    ids: torch.Tensor,
+    maskable: torch.Tensor,
+    tables: MaskTables,
+    word_starts: torch.Tensor | None = None,
+) -> torch.Tensor:
     """[B, L] the word of every position, numbered from 0 in each row.
 
-    A word starts at a word-start piece and right after a non-maskable position; special
-    tokens and padding belong to no word (they take the number of the word before them,
-    but are never maskable, so they never count toward one).
+    A word starts at a word-start piece (by the vocabulary's table, or `word_starts` [B, L]
+    where a segmenter found the words: corpus/shards/words.py) and right after a
+    non-maskable position; special tokens and padding belong to no word (they take the
+    number of the word before them, but are never maskable, so they never count toward one).
     """
     after_special = torch.ones_like(maskable)
     after_special[:, 1:] = ~maskable[:, :-1]
-    is_start = maskable & (_lookup(tables.word_start, ids) | after_special)
+    starts = _lookup(tables.word_start, ids) if word_starts is None else word_starts.bool()
+    is_start = maskable & (starts | after_special)
     return torch.clamp(torch.cumsum(is_start.to(torch.int64), 1) - 1, min=0)
 
 
@@ -234,8 +247,12 @@ def mask_tokens(
         masked = _smallest(packed, budget) & maskable  # [B, L]
         units = positions.expand(b, length)
     else:
-        words = _words(ids, maskable, tables)  # [B, L], < L
-        table = WordTable.build(words, maskable)
+        starts = None
+        if tables.words is not None:  # on the CPU: the segmenter reads text
+            found = tables.words.starts(ids.cpu().numpy(), maskable.cpu().numpy())  # [B, L]
+            starts = torch.from_numpy(found).to(ids.device)
+        word_of = _words(ids, maskable, tables, starts)  # [B, L], < L
+        table = WordTable.build(word_of, maskable)
         if settings.kind == "span":
             cdf = _lengths_cdf(settings).to(ids.device)
             masked, units = spanbert_spans(table, maskable, budget, stream[:, 0], stream[:, 4], cdf)

@@ -56,7 +56,11 @@ class ShardSettings:
         "full-sentences, doc-sentences: 'reference' leaves out a sentence longer than a "
         "sequence, as fairseq's packing for RoBERTa does; by default it is cut into pieces",
     )
-    language: str = setting("en", "ISO 639 code for sentence splitting")
+    language: str = setting(
+        "en",
+        "ISO 639 code for sentence splitting; zh and ja: whole-word, span and n-gram masking "
+        "mask their segmenter's words",
+    )
     premask: MaskKind | None = setting(None, "write statically masked copies")
     dupe_factor: int = setting(1, "masked copies per sequence (needs --premask)")
     max_predictions: int | None = setting(

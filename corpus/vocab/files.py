@@ -213,6 +213,10 @@ class TokenizerInfo:
         """For every id: does this piece start a word? (whole-word masking reads this)"""
         return word_start_table(self.tokenizer, self.special)
 
+    def tokens(self) -> list[str | None]:
+        """Every id's token string (None for an id the vocabulary lacks)."""
+        return [self.tokenizer.id_to_token(i) for i in range(self.vocab_size)]
+
 
 def word_start_table(tok: Tokenizer, sp: SpecialTokens) -> list[bool]:
     """Per id, True when the piece begins a word: WordPiece pieces without `##`, BPE pieces

@@ -29,6 +29,7 @@ from clozeworks.corpus.shards.cache import (
 )
 from clozeworks.corpus.shards.masking import MaskTables
 from clozeworks.corpus.shards.reader import ShardSpec, is_local, local_path, shard_index
+from clozeworks.corpus.shards.words import segmented_words
 from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
     TOKEN_COUNTS_FILE,
@@ -252,17 +253,23 @@ def mask_tables(
 
     The tokenizer is `tokenizer` (a directory or tokenizer.json) if given, else the copy
     shipped with the shards. Its sha256 must equal the manifest's, and so must
-    `tokenizer_sha256` when given. Word starts (for wwm, span, ngram) need a tokenizer;
+    `tokenizer_sha256` when given. Word starts (for wwm, span, ngram) need a tokenizer,
+    and for the shards' `language` written without spaces its segmenter (words.py);
     replacements by frequency (`wants_counts`) its token_counts.json (uniform, with a
     warning, without one).
     """
     man = shards.manifest
     checked = checked_tokenizer(shards, tokenizer, tokenizer_sha256)
     special = set(man.special_tokens.values())
-    word_start = None
+    word_start, words = None, None
     if checked is not None:
         word_start = checked.word_start
         special |= checked.added_special
+        if needs_words:
+            tok = checked.tokenizer
+            tokens = [tok.id_to_token(i) for i in range(man.vocab_size)]
+            sp = special_tokens_for(tokenizer_kind(tok))
+            words = segmented_words(man.settings.get("language"), tokens, sp)
     elif needs_words:
         raise BadInputError(
             f"{shards.location}: whole-word, span and n-gram masking need the tokenizer to "
@@ -276,7 +283,7 @@ def mask_tables(
             stacklevel=3,
         )
     mask_id = man.special_tokens["mask"]
-    return MaskTables.build(man.vocab_size, sorted(special), word_start, mask_id, counts)
+    return MaskTables.build(man.vocab_size, sorted(special), word_start, mask_id, counts, words)
 
 
 @dataclass(frozen=True)

@@ -67,14 +67,25 @@ SETTINGS: dict[str, LanguageSettings] = {
 }
 
 
-def settings_for(language: str | None) -> LanguageSettings:
-    """The settings of an ISO 639-1 code (a region suffix ignored: `en-US`, `zh_CN`); no
-    language at all is English, as every filter assumed before languages were known. A
-    language whose segmenter is not installed counts no words."""
+def _registered(language: str | None) -> LanguageSettings:
+    """The registry's settings of an ISO 639-1 code (a region suffix ignored: `en-US`,
+    `zh_CN`); no language at all is English."""
     if not language:
         return ENGLISH
-    code = language.replace("_", "-").split("-", 1)[0].lower()
-    settings = SETTINGS.get(code, FALLBACK)
+    return SETTINGS.get(language.replace("_", "-").split("-", 1)[0].lower(), FALLBACK)
+
+
+def segmenter_name(language: str | None) -> str | None:
+    """The segmenter that finds the words of `language` (None: words are separated by
+    spaces), whether or not it is installed."""
+    return _registered(language).segmenter
+
+
+def settings_for(language: str | None) -> LanguageSettings:
+    """The settings of an ISO 639-1 code (see `_registered`); no language at all is
+    English, as every filter assumed before languages were known. A language whose
+    segmenter is not installed counts no words."""
+    settings = _registered(language)
     if settings.segmenter is not None and not available(settings.segmenter):
         return UNSPACED
     return settings
