@@ -45,7 +45,11 @@ def sections(lang: str) -> dict[str, str]:
                 continue
             for junk in div.xpath(".//h2 | .//script | .//style"):
                 junk.drop_tree()
-            text = normalize_text("\n".join(p.text_content() for p in div.xpath(".//p | .//li")))
+            # A list item holds its paragraphs: take them once, not once more as the item.
+            # A block is one line, its source's line wrapping undone (some translations
+            # wrap <p> text at 72 columns), as a browser or a main-text extractor shows it.
+            blocks = div.xpath(".//p | .//li[not(.//p)]")
+            text = normalize_text("\n".join(" ".join(p.text_content().split()) for p in blocks))
             if text:
                 out[anchors[0]] = text
     return out

@@ -77,9 +77,10 @@ class GopherQualityFilter:
         if len(content) > self.max_words:
             return FilterResult.drop("too_many_words")
         mean_length = sum(map(len, content)) / len(content)
-        if language.word_length_rule and mean_length < self.min_mean_word_length:
+        scale = language.word_length_scale
+        if scale is not None and mean_length < self.min_mean_word_length * scale:
             return FilterResult.drop("short_words")
-        if language.word_length_rule and mean_length > self.max_mean_word_length:
+        if scale is not None and mean_length > self.max_mean_word_length * scale:
             return FilterResult.drop("long_words")
         if text.count("#") / n_words > self.max_symbol_word_ratio:
             return FilterResult.drop("hash_ratio")
@@ -89,10 +90,11 @@ class GopherQualityFilter:
         if not by_lines.keep:
             return by_lines
         alpha = len(content) - (count_numeric_words(text) if numeric is None else numeric)
-        if alpha / n_words < self.min_alpha_words_ratio:
+        if alpha / n_words < self.min_alpha_words_ratio + language.alpha_words_shift:
             return FilterResult.drop("alpha_words")
         if language.stop_words is not None:
-            lowered = {w.lower() for w in content if len(w) <= 4}
+            longest = language.longest_stop_word
+            lowered = {w.lower() for w in content if len(w) <= longest}
             if len(language.stop_words & lowered) < self.min_stop_words:
                 return FilterResult.drop("stop_words")
         return FilterResult.kept()

@@ -7,14 +7,26 @@ Chinese or Japanese, written without spaces, every "word" is a whole run of text
 document's language (`cloze clean --language`, or what `--filters language` identified)
 picks its settings here; a language without settings gets `FALLBACK`, which leaves out
 every rule that only English justifies, so no document is dropped for not being English.
-`.stats.json` says, per language, how many documents were filtered and with which settings.
+
+Where wordfreq (the `[languages]` extra; Speer's frequency lists of 40-odd languages from
+Wikipedia, subtitles, news, books and the web) knows the language and splits it into the
+same words as the filters do, the language gets Gopher's two rules measured on itself: its
+eight most frequent words are its stop words, as Gopher's eight are English's, and the 3 to
+10 character bounds on the mean word length are scaled by the language's mean word length
+over English's (frequency-weighted, top 5,000 words: German 1.08, French 0.94, Chinese
+and Japanese 0.38). Korean is left out: wordfreq counts its morphemes, the filters its
+space-separated words. `.stats.json` says, per language, how many documents were filtered
+and with which settings.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from clozeworks.corpus.text.filters.segmenters import available, segmenter
@@ -37,8 +49,8 @@ class LanguageSettings:
     name: str
     # Gopher: distinct stop words a document must have (with its min_stop_words).
     stop_words: frozenset[str] | None
-    # Gopher: the mean word length bounds apply (calibrated on English).
-    word_length_rule: bool
+    # Gopher: its mean word length bounds (set for English) times this; None: no such rule.
+    word_length_scale: float | None
     # Words can be counted (spaces between them, or a segmenter): Gopher's 50-word minimum,
     # its symbol, alphabetic-word and n-gram rules, C4's five words a line.
     word_rules: bool
@@ -46,15 +58,21 @@ class LanguageSettings:
     terminal_punctuation: tuple[str, ...]
     # corpus/text/filters/segmenters.py: where words are not separated by spaces.
     segmenter: str | None = None
+    # Gopher: added to its alphabetic-word threshold (set for English).
+    alpha_words_shift: float = 0.0
+
+    @property
+    def longest_stop_word(self) -> int:
+        return max(map(len, self.stop_words), default=0) if self.stop_words else 0
 
 
-ENGLISH = LanguageSettings("en", ENGLISH_STOP_WORDS, True, True, LATIN_TERMINAL)
-FALLBACK = LanguageSettings("fallback", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL)
+ENGLISH = LanguageSettings("en", ENGLISH_STOP_WORDS, 1.0, True, LATIN_TERMINAL)
+FALLBACK = LanguageSettings("fallback", None, None, True, LATIN_TERMINAL + WIDE_TERMINAL)
 # Written without spaces, and no segmenter: only line and paragraph rules.
-UNSPACED = LanguageSettings("unspaced", None, False, False, LATIN_TERMINAL + WIDE_TERMINAL)
+UNSPACED = LanguageSettings("unspaced", None, None, False, LATIN_TERMINAL + WIDE_TERMINAL)
 # Chinese and Japanese words are one to three characters: no English word-length bounds.
-CHINESE = LanguageSettings("zh", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL, "jieba")
-JAPANESE = LanguageSettings("ja", None, False, True, LATIN_TERMINAL + WIDE_TERMINAL, "fugashi")
+CHINESE = LanguageSettings("zh", None, None, True, LATIN_TERMINAL + WIDE_TERMINAL, "jieba")
+JAPANESE = LanguageSettings("ja", None, None, True, LATIN_TERMINAL + WIDE_TERMINAL, "fugashi")
 
 SETTINGS: dict[str, LanguageSettings] = {
     "en": ENGLISH,
@@ -64,6 +82,29 @@ SETTINGS: dict[str, LanguageSettings] = {
     "lo": UNSPACED,
     "km": UNSPACED,
     "my": UNSPACED,
+}
+
+
+# Gopher's list is eight words long.
+STOP_WORDS_PER_LANGUAGE = 8
+# Words whose mean length (weighted by frequency) scales the word-length bounds.
+LENGTH_SAMPLE = 5000
+# Our segmenter (None: words between spaces) -> wordfreq's tokenizer that finds the same
+# words: its frequencies count what the filters count only where these agree.
+WORDFREQ_TOKENIZER = {None: "regex", "jieba": "jieba", "fugashi": "mecab"}
+# Where Gopher's alphabetic-word threshold (0.8 for English) lies in a language: the median,
+# over Debian's manual pages translated from English, of the translation's share of words
+# with a letter less the English page's, counted with the words above
+# (`python bench/clean/calibrate.py`, which prints these).
+# 250 pairs each (Korean: the 44 its packages ship).
+ALPHA_WORDS_SHIFT: dict[str, float] = {
+    "de": -0.021,
+    "fr": -0.006,
+    "es": 0.024,
+    "ru": -0.032,
+    "ja": 0.051,
+    "zh": 0.006,
+    "ko": -0.045,
 }
 
 
@@ -84,11 +125,49 @@ def segmenter_name(language: str | None) -> str | None:
 def settings_for(language: str | None) -> LanguageSettings:
     """The settings of an ISO 639-1 code (see `_registered`); no language at all is
     English, as every filter assumed before languages were known. A language whose
-    segmenter is not installed counts no words."""
+    segmenter is not installed counts no words; one that wordfreq or
+    bench/clean/calibrate.py measured gets its own stop words, word lengths and
+    alphabetic-word threshold, and is named by its code (see the module docstring)."""
     settings = _registered(language)
     if settings.segmenter is not None and not available(settings.segmenter):
         return UNSPACED
-    return settings
+    if not language or settings is ENGLISH or not settings.word_rules:
+        return settings
+    code = language.replace("_", "-").split("-", 1)[0].lower()
+    measured = _measured(code, WORDFREQ_TOKENIZER[settings.segmenter])
+    shift = ALPHA_WORDS_SHIFT.get(code)
+    if measured is None and shift is None:
+        return settings
+    if measured is not None:
+        stop_words, scale = measured
+        settings = replace(settings, stop_words=stop_words, word_length_scale=scale)
+    return replace(settings, name=code, alpha_words_shift=shift or 0.0)
+
+
+@cache
+def _measured(code: str, tokenizer: str) -> tuple[frozenset[str], float] | None:
+    """(stop words, word-length scale) of `code` from wordfreq, or None where it is not
+    installed, lacks the language, or splits it into other words than `tokenizer`'s."""
+    if importlib.util.find_spec("wordfreq") is None:
+        return None
+    import wordfreq
+
+    info = wordfreq.available_languages()
+    if code not in info or wordfreq.language_info.get_language_info(code)["tokenizer"] != (
+        tokenizer
+    ):
+        return None
+    stop_words = frozenset(wordfreq.top_n_list(code, STOP_WORDS_PER_LANGUAGE))
+    return stop_words, _mean_word_length(code) / _mean_word_length("en")
+
+
+@cache
+def _mean_word_length(code: str) -> float:
+    import wordfreq
+
+    by_frequency = sorted(wordfreq.get_frequency_dict(code).items(), key=lambda kv: -kv[1])
+    top = list(itertools.islice(by_frequency, LENGTH_SAMPLE))
+    return sum(len(w) * f for w, f in top) / sum(f for _, f in top)
 
 
 def words_of(text: str, settings: LanguageSettings) -> list[str] | None:
@@ -105,11 +184,16 @@ def is_language_code(text: str) -> bool:
 
 def settings_report(documents: Mapping[str, int]) -> dict[str, dict[str, Any]]:
     """`.stats.json`'s `languages`: per code (UNDETERMINED: English's settings), the
-    documents filtered and the name of the settings they got."""
-    return {
-        code: {
+    documents filtered, the name of the settings they got and what those hold."""
+    report = {}
+    for code, n in sorted(documents.items()):
+        settings = settings_for(None if code == UNDETERMINED else code)
+        report[code] = {
             "documents": n,
-            "settings": settings_for(None if code == UNDETERMINED else code).name,
+            "settings": settings.name,
+            "stop_words": None if settings.stop_words is None else sorted(settings.stop_words),
+            "word_length_scale": settings.word_length_scale,
+            "alpha_words_shift": settings.alpha_words_shift,
+            "segmenter": settings.segmenter,
         }
-        for code, n in sorted(documents.items())
-    }
+    return report

@@ -4,6 +4,7 @@ spaces between them; `.stats.json` says which settings each language got."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 
@@ -56,7 +57,10 @@ def test_korean_is_not_dropped_by_english_rules() -> None:
     # English's rules: Korean words are short, and have no English stop words.
     assert _verdict(KOREAN, "gopher-quality", None) == "gopher-quality.short_words"
     assert _verdict(KOREAN, "gopher", "ko") == "kept"
-    assert settings_for("ko") is FALLBACK and settings_for("en-US") is ENGLISH
+    korean = settings_for("ko")
+    assert settings_for("en-US") is ENGLISH
+    assert (korean.stop_words, korean.word_length_scale) == (None, None)
+    assert korean.alpha_words_shift < 0  # bench/clean/calibrate.py, on Korean manual pages
 
 
 def test_japanese_lines_end_in_its_own_full_stop() -> None:
@@ -71,7 +75,32 @@ def test_english_gets_the_papers_rules_whatever_is_said() -> None:
         assert _verdict(ENGLISH_DOC, "c4,gopher", language) == "kept"
     no_stop_words = re.sub(r"\b(the|be|to|of|and|that|have|with)\b", "x", ENGLISH_DOC, flags=re.I)
     assert _verdict(no_stop_words, "gopher-quality", "en") == "gopher-quality.stop_words"
-    assert _verdict(no_stop_words, "gopher-quality", "de") == "kept"  # no German list yet
+    assert _verdict(no_stop_words, "gopher-quality", "ko") == "kept"  # no Korean list
+
+
+# Written for the test: German prose.
+GERMAN = (
+    "Das Modell liest sehr viele Dokumente und lernt, das nächste Wort vorherzusagen. Es wird "
+    "wochenlang auf Rechnern trainiert, die viele Prozessoren haben, und der Text, den es "
+    "sieht, muss sauber sein. Deshalb wird der Korpus mit Regeln gefiltert, die für englische "
+    "Seiten geschrieben wurden, weil das Netz damals vor allem aus ihnen bestand. Manche "
+    "Seiten sind Listen von Verweisen, andere sind Menüs oder Hinweise auf Cookies, und einige "
+    "wiederholen nur denselben Satz. Jede Regel entfernt eine solche Art von Seite, und "
+    "zusammen behalten sie die Prosa, die Menschen für andere Menschen geschrieben haben."
+)
+
+
+def test_wordfreq_measures_a_languages_stop_words_and_word_lengths() -> None:
+    pytest.importorskip("wordfreq")
+    german = settings_for("de-AT")
+    assert german.name == "de" and {"und", "die", "der"} <= german.stop_words
+    assert german.word_length_scale is not None and 1.0 < german.word_length_scale < 1.2
+    assert settings_for("ko").stop_words is None  # wordfreq counts Korean morphemes, not words
+    assert settings_for("xh") is FALLBACK  # neither wordfreq nor calibrate.py measured it
+    assert _verdict(GERMAN, "gopher", "de") == "kept"
+    assert _verdict(GERMAN, "gopher-quality", "en") == "gopher-quality.stop_words"
+    no_stop_words = re.sub(r"\b(die|der|das|und|in|ist|nicht|ich)\b", "x", GERMAN, flags=re.I)
+    assert _verdict(no_stop_words, "gopher-quality", "de") == "gopher-quality.stop_words"
 
 
 def test_the_identified_language_picks_the_settings_and_stats_say_so(tmp_path) -> None:
@@ -83,10 +112,13 @@ def test_the_identified_language_picks_the_settings_and_stats_say_so(tmp_path) -
     assert main([*argv, "--filters", "language,gopher", "--language-languages", "ko,en"]) == 0
     stats = json.loads((out / ".stats.json").read_text())
     assert stats["documents_out"] == 3, stats
-    assert stats["languages"] == {
-        "en": {"documents": 1, "settings": "en"},
-        "ko": {"documents": 2, "settings": "fallback"},
+    languages = stats["languages"]
+    assert {code: (v["documents"], v["settings"]) for code, v in languages.items()} == {
+        "en": (1, "en"),
+        "ko": (2, settings_for("ko").name),
     }
+    assert languages["en"]["stop_words"] == sorted(ENGLISH.stop_words)
+    assert languages["ko"]["stop_words"] is None  # Korean words are not wordfreq's
     assert len(pq.read_table(out)) == 3
 
 
@@ -103,8 +135,10 @@ def test_a_corpus_language_given_on_the_command_line(tmp_path) -> None:
         stats = json.loads((out / ".stats.json").read_text())
         assert stats["documents_out"] == kept, stats
         code = language or "und"
-        settings = "fallback" if language else "en"
-        assert stats["languages"] == {code: {"documents": 2, "settings": settings}}
+        settings = settings_for("ko").name if language else "en"
+        assert list(stats["languages"]) == [code]
+        assert stats["languages"][code]["documents"] == 2
+        assert stats["languages"][code]["settings"] == settings
 
 
 def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
@@ -118,6 +152,10 @@ def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
     assert words_of("我们在北京大学学习中文。", chinese) == [
         "我们", "在", "北京大学", "学习", "中文", "。",
     ]  # fmt: skip
+    if importlib.util.find_spec("wordfreq") is not None:
+        assert "の" in japanese.stop_words and "的" in chinese.stop_words
+        # Words of one or two characters are Chinese's, not too short for it.
+        assert 0.3 < chinese.word_length_scale < 0.5
     # Words are counted: a line of a dozen words is not 50, and one long run is not one.
     assert _verdict("短い文書です。", "gopher-quality", "ja") == "gopher-quality.too_few_words"
     assert _verdict(JAPANESE, "gopher-quality", "ja") == "kept"
