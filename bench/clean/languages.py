@@ -20,6 +20,7 @@ Japanese; needs `pip install spacy sudachipy sudachidict_core`).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import lxml.html
@@ -29,8 +30,12 @@ from clozeworks.corpus.text.filters.base import apply_filters
 from clozeworks.corpus.text.filters.language import load_backend
 from clozeworks.corpus.text.normalize import normalize_text
 
+sys.path.insert(0, str(Path(__file__).parent))
+from calibrate import faq_sections
+
 ROOT = Path("/usr/share/debian-reference")
 LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh"}
+FAQ_LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh", "ko": "ko"}
 FILTER_SETS = ("length", "c4,gopher", "c4", "gopher")
 
 
@@ -55,35 +60,51 @@ def sections(lang: str) -> dict[str, str]:
     return out
 
 
-def main() -> None:
+def fully_translated(texts: dict[str, dict[str, str]], codes: dict[str, str]) -> list[str]:
+    """The sections every language has, each in its own language by py3langid (score 0.9)."""
     langid = load_backend("langid")
-    texts = {lang: sections(lang) for lang in LANGUAGES}
     shared = set.intersection(*(set(t) for t in texts.values()))
-    full = sorted(
+    return sorted(
         key
         for key in shared
         if all(
             (pred := langid.predict(texts[lang][key]))[0] == code and pred[1] >= 0.9
-            for lang, code in LANGUAGES.items()
+            for lang, code in codes.items()
         )
     )
-    print(f"{len(shared)} sections in all {len(LANGUAGES)} languages, {len(full)} fully "
-          f"translated in all; load {os.getloadavg()[0]:.2f}\n")  # fmt: skip
-    print(f"| filters | {' | '.join(LANGUAGES)} |")
-    print(f"|---|{'---|' * len(LANGUAGES)}")
+
+
+def keep_table(texts: dict[str, dict[str, str]], codes: dict[str, str], keys: list[str]) -> None:
+    print(f"| filters | {' | '.join(codes)} |")
+    print(f"|---|{'---|' * len(codes)}")
     for names in FILTER_SETS:
         for when in ("before", "after"):
             if names == "length" and when == "after":
                 continue
             filters = build_filters(names.split(","))
             cells = []
-            for lang, code in LANGUAGES.items():
+            for lang, code in codes.items():
                 language = code if when == "after" else None
-                kept = sum(apply_filters(texts[lang][k], filters, language).keep for k in full)
-                cells.append(f"{100 * kept / max(1, len(full)):.0f}%")
+                kept = sum(apply_filters(texts[lang][k], filters, language).keep for k in keys)
+                cells.append(f"{100 * kept / max(1, len(keys)):.0f}%")
             label = names if names == "length" else f"{names}, {when}"
             print(f"| {label} | {' | '.join(cells)} |")
+
+
+def main() -> None:
+    texts = {lang: sections(lang) for lang in LANGUAGES}
+    full = fully_translated(texts, LANGUAGES)
+    print(f"Debian Reference: {len(full)} sections fully translated in all of "
+          f"{', '.join(LANGUAGES)}; load {os.getloadavg()[0]:.2f}\n")  # fmt: skip
+    keep_table(texts, LANGUAGES, full)
     agreement(texts, full)
+    # Korean has no Debian Reference; its FAQ is packaged, but the FAQ is also what
+    # calibrate.py measures the alphabetic-word threshold on (in-sample for that rule).
+    faq = {lang: faq_sections(None if lang == "en" else lang) for lang in FAQ_LANGUAGES}
+    faq_full = fully_translated(faq, FAQ_LANGUAGES)
+    print(f"\nDebian FAQ (calibrate.py's own sections): {len(faq_full)} sections fully "
+          f"translated in all of {', '.join(FAQ_LANGUAGES)}\n")  # fmt: skip
+    keep_table(faq, FAQ_LANGUAGES, faq_full)
 
 
 def datatrove_keeps(text: str, code: str) -> bool:

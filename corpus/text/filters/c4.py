@@ -57,7 +57,9 @@ class C4Filter:
         """C4's rules with the line ends `language` writes (。 for Chinese and Japanese); the
         words-per-line rule only where words are spaced."""
         end_marks = language.terminal_punctuation
-        min_words = self.min_words_per_line if language.word_rules else 0
+        min_words = (
+            self.min_words_per_line * language.word_count_scale if language.word_rules else 0
+        )
         kept: list[str] = []
         sentences = 0
         for raw_line in text.splitlines():
@@ -80,7 +82,7 @@ class C4Filter:
                 return FilterResult.drop("curly_bracket")
             if self.policy and any(p in lower for p in _POLICY):
                 continue
-            sentences += len(split_sentences(line))
+            sentences += len(split_sentences(line, language.sentence_language))
             kept.append(line)
         if sentences < self.min_sentences:
             return FilterResult.drop("too_few_sentences")

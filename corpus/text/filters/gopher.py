@@ -72,9 +72,10 @@ class GopherQualityFilter:
         else:
             content, symbols, numeric = token_counts(tokens)
         n_words = len(content) + (count_symbols(text) if symbols is None else symbols)
-        if not content or len(content) < self.min_words:
+        words_scale = language.word_count_scale
+        if not content or len(content) < self.min_words * words_scale:
             return FilterResult.drop("too_few_words")
-        if len(content) > self.max_words:
+        if len(content) > self.max_words * words_scale:
             return FilterResult.drop("too_many_words")
         mean_length = sum(map(len, content)) / len(content)
         scale = language.word_length_scale

@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 from clozeworks.corpus.text.filters.segmenters import available, segmenter
+from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 
 # Gopher's stop words (Rae et al. 2021, A.1.1), as datatrove has them.
 ENGLISH_STOP_WORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
@@ -60,6 +61,10 @@ class LanguageSettings:
     segmenter: str | None = None
     # Gopher: added to its alphabetic-word threshold (set for English).
     alpha_words_shift: float = 0.0
+    # Gopher's word counts and C4's words a line (set for English) times this.
+    word_count_scale: float = 1.0
+    # C4: sentences are counted by this language's rules (corpus/text/sentences.py).
+    sentence_language: str = DEFAULT_LANGUAGE
 
     @property
     def longest_stop_word(self) -> int:
@@ -92,19 +97,32 @@ LENGTH_SAMPLE = 5000
 # Our segmenter (None: words between spaces) -> wordfreq's tokenizer that finds the same
 # words: its frequencies count what the filters count only where these agree.
 WORDFREQ_TOKENIZER = {None: "regex", "jieba": "jieba", "fugashi": "mecab"}
-# Where Gopher's alphabetic-word threshold (0.8 for English) lies in a language: the median,
-# over Debian's manual pages translated from English, of the translation's share of words
-# with a letter less the English page's, counted with the words above
-# (`python bench/clean/calibrate.py`, which prints these).
-# 250 pairs each (Korean: the 44 its packages ship).
-ALPHA_WORDS_SHIFT: dict[str, float] = {
-    "de": -0.021,
-    "fr": -0.006,
-    "es": 0.024,
-    "ru": -0.032,
-    "ja": 0.051,
-    "zh": 0.006,
-    "ko": -0.045,
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """What `python bench/clean/calibrate.py` measured of a language on sections of the
+    Debian FAQ and Developer's Reference translated from English (72 to 130 each), its
+    words counted as the filters count them."""
+
+    # Gopher's alphabetic-word threshold less English's 0.8: where the translations' share
+    # of words with a letter drops as many sections as 0.8 drops of the English ones.
+    alpha_words_shift: float
+    # Median words of a translation per word of its English section: scales the word
+    # counts the rules ask for (Gopher's 50 words, C4's five a line).
+    words_per_english_word: float
+
+
+CALIBRATED: dict[str, Calibrated] = {
+    "de": Calibrated(-0.039, 0.98),
+    "fr": Calibrated(-0.006, 1.09),
+    "it": Calibrated(0.000, 1.04),
+    "nl": Calibrated(0.002, 1.09),
+    "pt": Calibrated(0.006, 1.03),
+    "ru": Calibrated(-0.037, 0.91),
+    "ja": Calibrated(0.044, 1.27),
+    "zh": Calibrated(-0.009, 0.92),
+    "ko": Calibrated(-0.035, 0.71),
 }
 
 
@@ -122,26 +140,37 @@ def segmenter_name(language: str | None) -> str | None:
     return _registered(language).segmenter
 
 
+@cache
 def settings_for(language: str | None) -> LanguageSettings:
     """The settings of an ISO 639-1 code (see `_registered`); no language at all is
-    English, as every filter assumed before languages were known. A language whose
+    English, as every filter assumed before languages were known. Sentences are counted
+    by the language's rules (sentencex's, generic where it has none). A language whose
     segmenter is not installed counts no words; one that wordfreq or
-    bench/clean/calibrate.py measured gets its own stop words, word lengths and
-    alphabetic-word threshold, and is named by its code (see the module docstring)."""
+    bench/clean/calibrate.py measured gets its own stop words, word lengths, word counts
+    and alphabetic-word threshold, and is named by its code (see the module docstring)."""
     settings = _registered(language)
-    if settings.segmenter is not None and not available(settings.segmenter):
-        return UNSPACED
-    if not language or settings is ENGLISH or not settings.word_rules:
+    if not language or settings is ENGLISH:
         return settings
     code = language.replace("_", "-").split("-", 1)[0].lower()
+    if settings.segmenter is not None and not available(settings.segmenter):
+        return replace(UNSPACED, sentence_language=code)
+    settings = replace(settings, sentence_language=code)
+    if not settings.word_rules:
+        return settings
     measured = _measured(code, WORDFREQ_TOKENIZER[settings.segmenter])
-    shift = ALPHA_WORDS_SHIFT.get(code)
-    if measured is None and shift is None:
+    calibrated = CALIBRATED.get(code)
+    if measured is None and calibrated is None:
         return settings
     if measured is not None:
         stop_words, scale = measured
         settings = replace(settings, stop_words=stop_words, word_length_scale=scale)
-    return replace(settings, name=code, alpha_words_shift=shift or 0.0)
+    if calibrated is not None:
+        settings = replace(
+            settings,
+            alpha_words_shift=calibrated.alpha_words_shift,
+            word_count_scale=calibrated.words_per_english_word,
+        )
+    return replace(settings, name=code)
 
 
 @cache
@@ -194,6 +223,7 @@ def settings_report(documents: Mapping[str, int]) -> dict[str, dict[str, Any]]:
             "stop_words": None if settings.stop_words is None else sorted(settings.stop_words),
             "word_length_scale": settings.word_length_scale,
             "alpha_words_shift": settings.alpha_words_shift,
+            "word_count_scale": settings.word_count_scale,
             "segmenter": settings.segmenter,
         }
     return report

@@ -14,7 +14,13 @@ import pytest
 from clozeworks.cli import main
 from clozeworks.corpus.text.filters import build_filters
 from clozeworks.corpus.text.filters.base import apply_filters
-from clozeworks.corpus.text.filters.languages import ENGLISH, FALLBACK, settings_for, words_of
+from clozeworks.corpus.text.filters.languages import (
+    ENGLISH,
+    FALLBACK,
+    settings_for,
+    settings_report,
+    words_of,
+)
 from tests.conftest import write_jsonl
 
 # Written for the test: Korean prose with spaces between words (no English stop words).
@@ -96,11 +102,28 @@ def test_wordfreq_measures_a_languages_stop_words_and_word_lengths() -> None:
     assert german.name == "de" and {"und", "die", "der"} <= german.stop_words
     assert german.word_length_scale is not None and 1.0 < german.word_length_scale < 1.2
     assert settings_for("ko").stop_words is None  # wordfreq counts Korean morphemes, not words
-    assert settings_for("xh") is FALLBACK  # neither wordfreq nor calibrate.py measured it
+    xhosa = settings_for("xh")  # neither wordfreq nor calibrate.py measured it
+    assert xhosa.name == FALLBACK.name and xhosa.sentence_language == "xh"
     assert _verdict(GERMAN, "gopher", "de") == "kept"
     assert _verdict(GERMAN, "gopher-quality", "en") == "gopher-quality.stop_words"
     no_stop_words = re.sub(r"\b(die|der|das|und|in|ist|nicht|ich)\b", "x", GERMAN, flags=re.I)
     assert _verdict(no_stop_words, "gopher-quality", "de") == "gopher-quality.stop_words"
+
+
+def test_calibrated_word_counts_and_alphabetic_threshold() -> None:
+    """bench/clean/calibrate.py's measures: a Korean section has 0.71 words per English
+    word (particles join the word before them), so forty Korean words say what about 56
+    English ones do, and pass Gopher's 50-word minimum scaled to Korean."""
+    korean = settings_for("ko")
+    assert 0.6 < korean.word_count_scale < 0.8
+    forty = " ".join(KOREAN.split()[:40])
+    assert _verdict(forty, "gopher-quality", None) == "gopher-quality.too_few_words"
+    assert _verdict(forty, "gopher-quality", "ko") == "kept"
+    # Japanese, cut into particles and stems, has more words with a letter per mark.
+    assert settings_for("ja").alpha_words_shift > 0 > settings_for("de").alpha_words_shift
+    report = settings_report({"ko": 3})["ko"]
+    assert report["word_count_scale"] == korean.word_count_scale
+    assert report["alpha_words_shift"] == korean.alpha_words_shift
 
 
 def test_the_identified_language_picks_the_settings_and_stats_say_so(tmp_path) -> None:
