@@ -22,6 +22,7 @@ from clozeworks.corpus.text.filters import (
 )
 from clozeworks.corpus.text.filters.languages import (
     UNDETERMINED,
+    declared_language,
     is_language_code,
     settings_report,
 )
@@ -168,7 +169,10 @@ class _CleanDocument(beam.DoFn):
 
     def process(self, doc: RawDocument) -> Iterator[Any]:
         text = normalize_text(doc.text, self.normal_form, self.fix)
-        result = apply_filters(text, self.filters, self.language) if text else None
+        # A language the document declares (WARC/WET, Content-Language, lang) is more
+        # specific than the corpus's; the language filter's answer wins over both.
+        language = declared_language(doc.meta) or self.language
+        result = apply_filters(text, self.filters, language) if text else None
         if result is not None:
             counter(f"{LANGUAGE_FOUND}{result.language or UNDETERMINED}").inc()
         if result is None or not result.keep:

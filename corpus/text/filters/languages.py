@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -209,6 +210,31 @@ def words_of(text: str, settings: LanguageSettings) -> list[str] | None:
 
 def is_language_code(text: str) -> bool:
     return _CODE.fullmatch(text) is not None
+
+
+def declared_language(meta: str) -> str | None:
+    """The language a document's meta (JSON) declares as `language`: a WARC/WET record's
+    identified content language (ISO 639-3, most likely first: `kor,eng`), an HTTP
+    Content-Language or a page's `lang` (`ko-KR`). Its first language as an ISO 639-1
+    code when langcodes (the `[languages]` extra) can say it, a two-letter code as it is
+    otherwise; None when there is none."""
+    if '"language"' not in meta:
+        return None
+    value = json.loads(meta).get("language")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    first = value.split(",")[0].strip().replace("_", "-")
+    code: str | None = first.split("-")[0].lower()
+    if importlib.util.find_spec("langcodes") is not None:
+        import langcodes
+
+        try:
+            code = langcodes.Language.get(first).language
+        except (ValueError, LookupError):
+            code = None
+    if code is None or code == UNDETERMINED or not is_language_code(code):
+        return None
+    return code if len(code) == 2 else None
 
 
 def settings_report(documents: Mapping[str, int]) -> dict[str, dict[str, Any]]:

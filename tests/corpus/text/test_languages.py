@@ -185,6 +185,24 @@ def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
     assert words_of("plain English", ENGLISH) is None  # spaced: the filters split it
 
 
+def test_a_language_the_document_declares_picks_its_settings(tmp_path) -> None:
+    """A WET record's identified language (ISO 639-3, `kor,eng`), a Content-Language or a
+    page's lang travel in meta as `language`; here from JSON lines with --meta-fields."""
+    pytest.importorskip("langcodes")  # ISO 639-3 to 639-1, with wordfreq ([languages])
+    records = [
+        {"text": KOREAN, "language": "kor,eng"},
+        {"text": KOREAN.replace("서울", "부산"), "language": "ko-KR"},
+        {"text": ENGLISH_DOC, "language": "eng"},
+    ]
+    write_jsonl(tmp_path / "raw" / "a.jsonl", records)
+    out = tmp_path / "docs"
+    argv = ["clean", "--input", str(tmp_path / "raw"), "--output", str(out), "--no-progress"]
+    assert main([*argv, "--filters", "gopher", "--meta-fields", "language"]) == 0
+    stats = json.loads((out / ".stats.json").read_text())
+    assert stats["documents_out"] == 3, stats  # English's rules would drop both Korean ones
+    assert {code: v["documents"] for code, v in stats["languages"].items()} == {"ko": 2, "en": 1}
+
+
 def test_a_language_that_is_not_a_code_is_one_line(tmp_path, capsys) -> None:
     write_jsonl(tmp_path / "raw" / "a.jsonl", [{"text": KOREAN}])
     argv = ["clean", "--input", str(tmp_path / "raw"), "--output", str(tmp_path / "docs")]
