@@ -57,16 +57,23 @@ def _blocks_text(node: lxml.html.HtmlElement) -> str:
     return normalize_text("\n".join(" ".join(b.text_content().split()) for b in blocks))
 
 
-def faq_sections(lang: str | None) -> dict[str, str]:
-    pages = sorted(FAQ.glob("*.en.html")) if lang is None else sorted((FAQ / lang).glob("*.html"))
+def docbook_sections(pages: list[Path], prefix: str = "") -> dict[str, str]:
+    """Anchor -> text of every second-level section of DocBook HTML pages (the Debian
+    Reference, FAQ and New Maintainers' Guide are built alike)."""
     out = {}
     for page in pages:
         tree = lxml.html.fromstring(page.read_bytes())
         for div in tree.xpath('//div[@class="section"][.//h2[@class="title"]]'):
             anchors = div.xpath('.//h2[@class="title"]/a/@id')
-            if anchors:
-                out[f"faq:{anchors[0]}"] = _blocks_text(div)
+            text = _blocks_text(div) if anchors else ""
+            if text:
+                out[f"{prefix}{anchors[0]}"] = text
     return out
+
+
+def faq_sections(lang: str | None) -> dict[str, str]:
+    pages = sorted(FAQ.glob("*.en.html")) if lang is None else sorted((FAQ / lang).glob("*.html"))
+    return docbook_sections(pages, "faq:")
 
 
 def devref_sections(lang: str | None) -> dict[str, str]:

@@ -23,41 +23,30 @@ import os
 import sys
 from pathlib import Path
 
-import lxml.html
-
 from clozeworks.corpus.text.filters import build_filters
 from clozeworks.corpus.text.filters.base import apply_filters
 from clozeworks.corpus.text.filters.language import load_backend
-from clozeworks.corpus.text.normalize import normalize_text
 
 sys.path.insert(0, str(Path(__file__).parent))
-from calibrate import faq_sections
+from calibrate import docbook_sections, faq_sections
 
 ROOT = Path("/usr/share/debian-reference")
 LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh"}
 FAQ_LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh", "ko": "ko"}
+GUIDE = Path("/usr/share/doc")
+GUIDE_LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "fr": "fr", "ru": "ru"}
 FILTER_SETS = ("length", "c4,gopher", "c4", "gopher")
 
 
 def sections(lang: str) -> dict[str, str]:
-    """Anchor -> normalized text of every second-level section of every chapter."""
-    out = {}
-    for page in sorted(ROOT.glob(f"*.{lang}.html")):
-        tree = lxml.html.fromstring(page.read_bytes())
-        for div in tree.xpath('//div[@class="section"][.//h2[@class="title"]]'):
-            anchors = div.xpath('.//h2[@class="title"]/a/@id')
-            if not anchors:
-                continue
-            for junk in div.xpath(".//h2 | .//script | .//style"):
-                junk.drop_tree()
-            # A list item holds its paragraphs: take them once, not once more as the item.
-            # A block is one line, its source's line wrapping undone (some translations
-            # wrap <p> text at 72 columns), as a browser or a main-text extractor shows it.
-            blocks = div.xpath(".//p | .//li[not(.//p)]")
-            text = normalize_text("\n".join(" ".join(p.text_content().split()) for p in blocks))
-            if text:
-                out[anchors[0]] = text
-    return out
+    """Anchor -> text of every second-level section of every chapter of the Reference."""
+    return docbook_sections(sorted(ROOT.glob(f"*.{lang}.html")))
+
+
+def guide_sections(lang: str) -> dict[str, str]:
+    """The same of the New Maintainers' Guide."""
+    where = GUIDE / "maint-guide" if lang == "en" else GUIDE / f"maint-guide-{lang}"
+    return docbook_sections(sorted((where / "html").glob(f"*.{lang}.html")))
 
 
 def fully_translated(texts: dict[str, dict[str, str]], codes: dict[str, str]) -> list[str]:
@@ -98,7 +87,12 @@ def main() -> None:
           f"{', '.join(LANGUAGES)}; load {os.getloadavg()[0]:.2f}\n")  # fmt: skip
     keep_table(texts, LANGUAGES, full)
     agreement(texts, full)
-    # Korean has no Debian Reference; its FAQ is packaged, but the FAQ is also what
+    guide = {lang: guide_sections(lang) for lang in GUIDE_LANGUAGES}
+    guide_full = fully_translated(guide, GUIDE_LANGUAGES)
+    print(f"\nDebian New Maintainers' Guide: {len(guide_full)} sections fully translated in "
+          f"all of {', '.join(GUIDE_LANGUAGES)}\n")  # fmt: skip
+    keep_table(guide, GUIDE_LANGUAGES, guide_full)
+    # Korean has no Reference or Guide; its FAQ is packaged, but the FAQ is also what
     # calibrate.py measures the alphabetic-word threshold on (in-sample for that rule).
     faq = {lang: faq_sections(None if lang == "en" else lang) for lang in FAQ_LANGUAGES}
     faq_full = fully_translated(faq, FAQ_LANGUAGES)
