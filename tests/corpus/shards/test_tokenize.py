@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, pre_tokenizers
 
+from clozeworks.corpus.shards import fast
 from clozeworks.corpus.shards.tokenize import SENTENCE_MARK, DocumentEncoder, TokenizedBatch
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.text.sentences import split_sentences
@@ -38,9 +39,11 @@ def tokenizer(request):
     return train_tokenizer(TEXTS[:400], VocabConfig(kind=request.param, vocab_size=2000))
 
 
-def test_marked_documents_give_each_sentences_own_ids(tokenizer) -> None:
+def test_marked_documents_give_each_sentences_own_ids(tokenizer, monkeypatch) -> None:
+    # With `tokenizers` encoding (no faster exact encoder, fast.py), documents are marked.
+    monkeypatch.setenv(fast.ENCODER_VARIABLE, "tokenizers")
     encoder = DocumentEncoder(tokenizer)
-    assert encoder.marked is not None  # our three kinds take the fast path
+    assert encoder.marked is not None  # our three kinds take the marked path
     batch = encoder.encode(TEXTS)
     assert _as_lists(batch) == _each_sentence_alone(tokenizer, TEXTS)
     assert batch.ids.dtype == np.int32 and len(batch) == len(TEXTS)

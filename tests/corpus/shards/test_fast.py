@@ -1,0 +1,94 @@
+"""The fastest exact encoder (issue 39, item 1): whatever fast.py chooses gives every id
+`tokenizers` gives, for every vocabulary kind, on real documents in nine scripts and on
+edge cases; the shard encoder's batches are the same either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clozeworks.corpus.shards import fast
+from clozeworks.corpus.shards.tokenize import DocumentEncoder
+from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from tests.corpus.text import real_documents
+
+DOCUMENTS = [text for _, _, text in real_documents.documents()]
+EDGES = [
+    "Deploy 🚀 done ✅ 👩‍💻 🏳️‍🌈 🇰🇷🇯🇵 👍🏽 " * 50,
+    "tab\there\x00nul\x07bell\x1b[31mred\r\nCRLF\x0bVT\x0cFF\u200bZWSP\ufeffBOM " * 50,
+    ("a_very_long_identifier_without_spaces" * 30 + " ") * 900,  # a 1 MB line
+    "The [CLS] token and [SEP], <s> and </s> and <mask> written as text. " * 20,
+    "",
+]
+KINDS = {
+    "wordpiece": {"kind": "wordpiece"},
+    "wordpiece-cased": {"kind": "wordpiece", "cased": True},
+    "bpe": {"kind": "bpe"},
+    "unigram": {"kind": "unigram"},
+    "unigram-t5": {"kind": "unigram", "sentinels": 100},
+}
+# What bench/tokenize/compare.py found, for the candidates installed with the dev extra.
+EXPECTED = {"wordpiece-cased": "tokie", "bpe": "tokie"}
+
+
+@pytest.fixture(scope="module", params=list(KINDS))
+def tokenizer(request):
+    config = VocabConfig(vocab_size=3000, **KINDS[request.param])
+    return request.param, train_tokenizer(DOCUMENTS, config)
+
+
+def test_the_chosen_encoder_gives_every_id(tokenizer) -> None:
+    kind, tok = tokenizer
+    name, encode = fast.fast_encoder(tok)
+    if fast.importlib.util.find_spec("tokie") is not None:
+        assert name == EXPECTED.get(kind, "tokenizers")
+    for texts in (DOCUMENTS, EDGES):
+        got_ids, got_lengths = encode(texts)
+        want = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+        assert got_lengths.tolist() == [len(ids) for ids in want]
+        assert got_ids.tolist() == [i for ids in want for i in ids]
+
+
+def test_the_shard_encoder_batches_are_the_same_either_way(tokenizer, monkeypatch) -> None:
+    _, tok = tokenizer
+    chosen = DocumentEncoder(tok, "en")
+    monkeypatch.setenv(fast.ENCODER_VARIABLE, "tokenizers")
+    reference = DocumentEncoder(tok, "en")
+    assert reference.encoder == "tokenizers"
+    texts = DOCUMENTS + EDGES
+    for split in (True, False):
+        a, b = chosen.encode(texts, split), reference.encode(texts, split)
+        for x, y in ((a.ids, b.ids), (a.sentences, b.sentences), (a.documents, b.documents)):
+            assert np.array_equal(x, y)
+
+
+def test_no_faster_encoder_is_said_once(capsys) -> None:
+    tok = train_tokenizer(DOCUMENTS, VocabConfig(kind="unigram", vocab_size=1500))
+    if not any(fast.importlib.util.find_spec(n) for n in fast.CANDIDATES):
+        pytest.skip("no candidate installed")
+    for _ in range(3):
+        assert fast.fast_encoder(tok)[0] == "tokenizers"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "encoding with tokenizers" in err[0], err
+
+
+@pytest.mark.parametrize("kind", ["bpe", "wordpiece-cased"])
+def test_shards_are_byte_identical_with_the_fast_encoder(kind, small_build, tmp_path, monkeypatch):
+    """`cloze shard` with the chosen encoder writes the bytes `tokenizers` alone writes."""
+    from clozeworks.corpus.vocab.train import save_tokenizer
+    from clozeworks.pipelines.shard import ShardConfig, run_shard
+    from clozeworks.schemas.manifest import read_manifest
+
+    paths, _ = small_build
+    config = VocabConfig(vocab_size=2000, **KINDS[kind])
+    save_tokenizer(train_tokenizer(DOCUMENTS, config), config, tmp_path / "tok")
+    sums = []
+    for encoder in ("chosen", "tokenizers"):
+        if encoder == "tokenizers":
+            monkeypatch.setenv(fast.ENCODER_VARIABLE, "tokenizers")
+        out = tmp_path / encoder
+        settings = {"mode": "nsp", "max_seq_len": 64, "sequences_per_shard": 400}
+        run_shard(ShardConfig(input=paths.docs, tokenizer=str(tmp_path / "tok"), output=str(out),
+                              **settings))  # fmt: skip
+        sums.append([s.sha256 for s in read_manifest(out).shards])
+    assert sums[0] == sums[1] and sums[0]
