@@ -29,7 +29,8 @@ ALLOWED = {
     "corpus.text": {"schemas"},
     "corpus.vocab": {"schemas"},
     "corpus.dedup": {"schemas", "corpus.text"},
-    "corpus.shards": {"schemas", "corpus.text", "corpus.outputs"},
+    # Shards encode with the vocabulary's fastest exact encoder (corpus/vocab/fast.py).
+    "corpus.shards": {"schemas", "corpus.text", "corpus.outputs", "corpus.vocab"},
     "corpus.inspect": {"schemas", "corpus.shards", "corpus.vocab", "corpus.text"}
     | {"corpus.outputs", "corpus.locks"},
     "pipelines": {"schemas", "corpus"},

@@ -25,9 +25,9 @@ from itertools import chain
 import numpy as np
 from tokenizers import Tokenizer
 
-from clozeworks.corpus.shards.fast import fast_encoder
 from clozeworks.corpus.shards.ranges import gather, offsets, range_positions
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE, split_sentences
+from clozeworks.corpus.vocab.fast import fast_encoder
 
 ID_DTYPE = np.int32
 # Joins a document's sentences; private-use characters, so no real text is mistaken for it.
@@ -146,7 +146,7 @@ class TokenizedBatch:
 
 class DocumentEncoder:
     """Tokenizes batches of documents, sentence by sentence, with one call of the fastest
-    exact encoder per batch (corpus/shards/fast.py; `tokenizers`' `encode_batch_fast`,
+    exact encoder per batch (corpus/vocab/fast.py; `tokenizers`' `encode_batch_fast`,
     documents marked and joined, where no faster one gives its ids). Built once per worker."""
 
     def __init__(self, tok: Tokenizer, language: str = DEFAULT_LANGUAGE) -> None:

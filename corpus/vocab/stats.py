@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.vocab.fast import encoder_for
 from clozeworks.corpus.vocab.scripts import script_of
 
 
@@ -44,15 +45,16 @@ class HeldOutStats:
     def add(self, tok: Tokenizer, texts: list[str]) -> None:
         if not texts:
             return
-        encodings = tok.encode_batch_fast(texts, add_special_tokens=False)
-        for text, enc in zip(texts, encodings, strict=True):
-            ids = enc.ids
+        flat, lengths = encoder_for(tok)(texts)
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        for i, text in enumerate(texts):
+            ids = flat[bounds[i] : bounds[i + 1]]
             self.documents += 1
             self.words += len(text.split())
             self.chars += len(text)
             self.tokens += len(ids)
-            if ids:
-                arr = np.asarray(ids, dtype=np.int64)
+            if len(ids):
+                arr = ids.astype(np.int64)
                 self._used[arr] = True
                 self._counts += np.bincount(arr, minlength=self.vocab_size)[: self.vocab_size]
                 if self.unk_id is not None:
@@ -68,15 +70,17 @@ class HeldOutStats:
                 if script is not None:
                     by_script.setdefault(script, []).append(word)
             pieces.extend(by_script.items())
-        encodings = tok.encode_batch_fast(
-            [" ".join(w) for _, w in pieces], add_special_tokens=False
-        )
-        for (script, words), enc in zip(pieces, encodings, strict=True):
+        if not pieces:
+            return
+        flat, lengths = encoder_for(tok)([" ".join(w) for _, w in pieces])
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        for i, (script, words) in enumerate(pieces):
+            ids = flat[bounds[i] : bounds[i + 1]]
             totals = self.scripts.setdefault(script, [0, 0, 0])
             totals[0] += len(words)
-            totals[1] += len(enc.ids)
+            totals[1] += len(ids)
             if self.unk_id is not None:
-                totals[2] += enc.ids.count(self.unk_id)
+                totals[2] += int(np.count_nonzero(ids == self.unk_id))
 
     def token_counts(self) -> dict[str, Any]:
         """How often each id occurred in the held-out texts (`token_counts.json`): the

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, pre_tokenizers
 
-from clozeworks.corpus.shards import fast
 from clozeworks.corpus.shards.tokenize import SENTENCE_MARK, DocumentEncoder, TokenizedBatch
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.text.sentences import split_sentences
+from clozeworks.corpus.vocab import fast
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 
 TEXTS = [d["text"] for d in islice(iter_docstrings(), 600)] + [

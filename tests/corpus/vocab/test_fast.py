@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clozeworks.corpus.shards import fast
 from clozeworks.corpus.shards.tokenize import DocumentEncoder
+from clozeworks.corpus.vocab import fast
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from tests.corpus.text import real_documents
 
@@ -92,3 +92,17 @@ def test_shards_are_byte_identical_with_the_fast_encoder(kind, small_build, tmp_
                               **settings))  # fmt: skip
         sums.append([s.sha256 for s in read_manifest(out).shards])
     assert sums[0] == sums[1] and sums[0]
+
+
+def test_held_out_statistics_are_the_same_either_way(tokenizer, monkeypatch) -> None:
+    from clozeworks.corpus.vocab.stats import HeldOutStats
+
+    _, tok = tokenizer
+    summaries = []
+    for encoder in ("chosen", "tokenizers"):
+        if encoder == "tokenizers":
+            monkeypatch.setenv(fast.ENCODER_VARIABLE, "tokenizers")
+        stats = HeldOutStats(vocab_size=tok.get_vocab_size(), unk_id=tok.token_to_id("[UNK]"))
+        stats.add(tok, DOCUMENTS + EDGES)
+        summaries.append((stats.summary(), stats.scripts, stats.token_counts()))
+    assert summaries[0] == summaries[1]

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import unicodedata
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -71,7 +72,7 @@ def _tokie(spec: str) -> FlatEncode:
         path = os.path.join(tmp, "tokenizer.json")
         with open(path, "w", encoding="utf-8") as f:
             f.write(spec)
-        tok = tokie.Tokenizer.from_json(path)
+        tok: Any = tokie.Tokenizer.from_json(path)
 
     def encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         ids, lengths = tok.encode_batch_flat(list(texts), add_special_tokens=False)
@@ -103,6 +104,24 @@ CANDIDATES: dict[str, Callable[[str], FlatEncode]] = {"tokie": _tokie, "kitoken"
 # Set to "tokenizers" to encode with `tokenizers` alone (to compare, or to rule a
 # candidate out).
 ENCODER_VARIABLE = "CLOZEWORKS_ENCODER"
+
+
+_CHOSEN: dict[str, FlatEncode] = {}
+
+
+def encoder_for(tok: Tokenizer) -> FlatEncode:
+    """`fast_encoder(tok)`'s encode, chosen once per tokenizer.json and process (callers
+    that get the same tokenizer batch after batch), without the file's truncation or
+    padding."""
+    spec = tok.to_str()
+    key = hashlib.sha256(spec.encode("utf-8")).hexdigest() + os.environ.get(ENCODER_VARIABLE, "")
+    if key not in _CHOSEN:
+        if tok.truncation is not None or tok.padding is not None:
+            tok = Tokenizer.from_str(spec)
+            tok.no_truncation()
+            tok.no_padding()
+        _CHOSEN[key] = fast_encoder(tok)[1]
+    return _CHOSEN[key]
 
 
 def alphabet_probes(tok: Tokenizer) -> list[str]:
