@@ -8,7 +8,8 @@ BPE (9-13x `tokenizers` per core), kitoken for this project's uncased WordPiece 
 and neither for Unigram. So the candidates are tried fastest first, and one is taken only
 if it loads the tokenizer.json and gives every id `tokenizers` gives on `PROBES` (text in
 a dozen scripts, emoji sequences, control characters, a long word, special tokens written
-in the text); otherwise `tokenizers` encodes, said once per process on stderr. kitoken
+in the text); otherwise `tokenizers` encodes (said once per process on stderr where a
+candidate could not read the file at all). kitoken
 differs only there for uncased WordPiece: it reads `[CLS]` in a text as five characters,
 `tokenizers` as the special token. tokie is the `[fast]` extra; kitoken is tried when
 installed.
@@ -153,23 +154,28 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
     spec = tok.to_str()
     probes = [*PROBES, *alphabet_probes(tok)]
     want_ids, want_lengths = reference(probes)
-    tried = []
+    unreadable = []
     for name, load in CANDIDATES.items():
         if importlib.util.find_spec(name) is None:
             continue
-        tried.append(name)
         try:
             encode = load(spec)
+        except Exception as err:  # a candidate that cannot read this tokenizer.json
+            unreadable.append(f"{name} ({str(err).splitlines()[0][:80]})")
+            continue
+        try:
             ids, lengths = encode(probes)
-        except Exception:  # a candidate that cannot read this tokenizer.json, or fails on it
+        except Exception:  # or fails on the probes: not exact, so not used
             continue
         if np.array_equal(ids, want_ids) and np.array_equal(lengths, want_lengths):
             return name, encode
+    # Differing ids is what the probes are for and needs no word; a candidate that cannot
+    # read the file is said, once per tokenizer and process.
     digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()
-    if tried and digest not in _TOLD:
+    if unreadable and digest not in _TOLD:
         _TOLD.add(digest)
         print(
-            f"tokenizer {digest[:12]}: {', '.join(tried)} cannot give tokenizers' ids for it; "
+            f"tokenizer {digest[:12]}: {'; '.join(unreadable)} cannot read it; "
             "encoding with tokenizers",
             file=sys.stderr,
         )

@@ -62,14 +62,22 @@ def test_the_shard_encoder_batches_are_the_same_either_way(tokenizer, monkeypatc
             assert np.array_equal(x, y)
 
 
-def test_no_faster_encoder_is_said_once(capsys) -> None:
-    tok = train_tokenizer(DOCUMENTS, VocabConfig(kind="unigram", vocab_size=1500))
+def test_a_file_no_candidate_reads_is_said_once_and_differing_ids_not_at_all(capsys) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
     if not any(fast.importlib.util.find_spec(n) for n in fast.CANDIDATES):
         pytest.skip("no candidate installed")
+    unigram = train_tokenizer(DOCUMENTS, VocabConfig(kind="unigram", vocab_size=1500))
+    assert fast.fast_encoder(unigram)[0] == "tokenizers"
+    if fast.importlib.util.find_spec("kitoken") is None:  # kitoken cannot read Unigram's
+        assert capsys.readouterr().err == ""  # tokie reads it, ids differ: nothing to say
+    capsys.readouterr()
+    word_level = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+    word_level.pre_tokenizer = pre_tokenizers.Whitespace()
     for _ in range(3):
-        assert fast.fast_encoder(tok)[0] == "tokenizers"
+        assert fast.fast_encoder(word_level)[0] == "tokenizers"
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "encoding with tokenizers" in err[0], err
+    assert len(err) == 1 and "cannot read it; encoding with tokenizers" in err[0], err
 
 
 @pytest.mark.parametrize("kind", ["bpe", "wordpiece-cased"])
