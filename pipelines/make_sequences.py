@@ -59,7 +59,7 @@ class _FromDocuments(beam.DoFn):
 
     def setup(self) -> None:
         tok = Tokenizer.from_str(self.tokenizer_json)
-        self.encoder = DocumentEncoder(tok, self.recipe.shard.language)
+        self.encoder = DocumentEncoder(tok, self.recipe.shard.text_language)
 
     def process(self, rows: tuple[list[str], list[str]]) -> Iterator[Any]:
         assert self.encoder is not None

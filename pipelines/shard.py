@@ -10,6 +10,7 @@ beside the shards, the manifest written last). Output goes through Beam's FileSy
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from clozeworks.corpus.shards.blocks import prepare_output_dir, write_manifest
 from clozeworks.corpus.shards.instances import Specials
 from clozeworks.corpus.shards.provenance import PROVENANCE_GLOB
 from clozeworks.corpus.shards.recipes import Recipe
-from clozeworks.corpus.shards.settings import ShardSettings
+from clozeworks.corpus.shards.settings import ShardSettings, store_language
 from clozeworks.corpus.vocab.files import read_token_counts
 from clozeworks.corpus.vocab.train import TokenizerInfo, load_tokenizer
 from clozeworks.pipelines.deal import DealToShards
@@ -146,6 +147,8 @@ def run_shard(
     ):
         info = load_tokenizer(local_tokenizer(config.tokenizer, tmp))
         store = read_store_stats(config.input)
+        if config.language is None:  # the store's, recorded in the manifest as resolved
+            config = dataclasses.replace(config, language=store_language(store))
         # Stores written before dedup counted bytes have no bytes_out: estimate from footers.
         text_bytes = store.bytes_out or store_totals(config.input)[1]
         counts = read_token_counts(info.path, info.vocab_size) if config.premask else None

@@ -146,7 +146,7 @@ def mask_spec(
         words=(
             None
             if settings.kind == "token"
-            else segmented_words(config.language, info.tokens(), info.special)
+            else segmented_words(config.text_language, info.tokens(), info.special)
         ),
     )
 

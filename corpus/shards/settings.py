@@ -7,6 +7,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from clozeworks.corpus.text.filters.languages import UNDETERMINED
+from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.kinds import PACKED_MODES, PAIR_MODES, MaskKind, RuleSet, ShardMode
 from clozeworks.schemas.masking import MaskingSettings
@@ -18,6 +20,7 @@ from clozeworks.schemas.settings import (
     check_choices,
     setting,
 )
+from clozeworks.schemas.stats import StoreStats
 
 # BERT's create_pretraining_data.py: a tenth of the chunks get a shorter random target.
 SHORT_SEQ_PROB = 0.1
@@ -25,6 +28,8 @@ SHORT_SEQ_PROB = 0.1
 MAX_PREDICTIONS_SHARE = 0.15
 # Pre-masked positions are stored as int16.
 MAX_SEQ_LEN = 32767
+# A store whose documents are this share or more of one language is sharded in it.
+STORE_LANGUAGE_SHARE = 0.9
 
 
 def default_max_predictions(max_seq_len: int) -> int:
@@ -56,10 +61,12 @@ class ShardSettings:
         "full-sentences, doc-sentences: 'reference' leaves out a sentence longer than a "
         "sequence, as fairseq's packing for RoBERTa does; by default it is cut into pieces",
     )
-    language: str = setting(
-        "en",
+    # None: the store's language (`store_language`), resolved before the shards are built.
+    language: str | None = setting(
+        None,
         "ISO 639 code for sentence splitting; zh and ja: whole-word, span and n-gram masking "
-        "mask their segmenter's words",
+        "mask their segmenter's words (default: the language the store's .stats.json gives "
+        f"{STORE_LANGUAGE_SHARE:.0%} or more of its documents, else {DEFAULT_LANGUAGE})",
     )
     premask: MaskKind | None = setting(None, "write statically masked copies")
     dupe_factor: int = setting(1, "masked copies per sequence (needs --premask)")
@@ -121,6 +128,11 @@ class ShardSettings:
         except ValueError as err:
             raise UsageError(str(err)) from None
 
+    @property
+    def text_language(self) -> str:
+        """The language sentences are split and words found in."""
+        return self.language or DEFAULT_LANGUAGE
+
     def build_settings(self) -> dict[str, Any]:
         """What the manifest records besides its own fields: everything else that decides
         the shards' bytes, None where the mode has no use for it."""
@@ -133,6 +145,30 @@ class ShardSettings:
                 self.packing_rules if self.mode in PACKED_MODES and self.mode != "single" else None
             ),
             "sentence_splitter": "sentencex" if self.mode != "single" else None,
-            "language": self.language,
+            "language": self.text_language,
             "provenance": self.provenance,
         }
+
+
+def store_language(stats: StoreStats) -> str:
+    """The language `cloze clean` gave (`--language`, a declared or an identified one) to
+    at least STORE_LANGUAGE_SHARE of a store's documents, from the `languages` of its
+    .stats.json or of the stores it was made from; DEFAULT_LANGUAGE otherwise (a store
+    with no language, `und`, or a mixed one)."""
+    pending = [stats]
+    while pending:
+        current = pending.pop(0)
+        languages = current.details.get("languages")
+        if isinstance(languages, dict) and languages:
+            counts = {
+                code: int(v.get("documents", 0))
+                for code, v in languages.items()
+                if isinstance(v, dict)
+            }
+            total = sum(counts.values())
+            code, most = max(counts.items(), key=lambda kv: kv[1], default=("", 0))
+            if total and most >= STORE_LANGUAGE_SHARE * total and code != UNDETERMINED:
+                return code
+            return DEFAULT_LANGUAGE
+        pending.extend(current.inputs)
+    return DEFAULT_LANGUAGE

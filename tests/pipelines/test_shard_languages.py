@@ -112,6 +112,32 @@ def test_pairs_end_at_sentence_ends_and_premasks_take_whole_words(built) -> None
         assert multi > pairs // 4
 
 
+def test_shard_takes_the_stores_language_unless_told(built, tmp_path) -> None:
+    """The store was cleaned with --language: shard splits and masks in it by default;
+    a store without one (or mixed) is sharded as English."""
+    language, nsp, _ = built
+    docs = nsp.parent / "docs"
+    tok = nsp.parent / "tok"
+    argv = ["shard", "--input", str(docs), "--tokenizer", str(tok), "--no-progress"]
+    assert main([*argv, "--output", str(tmp_path / "own"), "--mode", "single"]) == 0
+    assert read_manifest(tmp_path / "own").settings["language"] == language
+    told = [*argv, "--output", str(tmp_path / "told"), "--mode", "single", "--language", "en"]
+    assert main(told) == 0
+    assert read_manifest(tmp_path / "told").settings["language"] == "en"
+
+
+def test_a_store_without_a_language_is_sharded_as_english(small_build) -> None:
+    from clozeworks.corpus.shards.settings import store_language
+    from clozeworks.schemas.stats import StoreStats
+
+    _, manifest = small_build
+    assert manifest.settings["language"] == "en"
+    mixed = {"ko": {"documents": 6}, "en": {"documents": 6}}
+    assert store_language(StoreStats("clean", 12, 12, details={"languages": mixed})) == "en"
+    nearly = {"ja": {"documents": 95}, "und": {"documents": 5}}
+    assert store_language(StoreStats("clean", 100, 100, details={"languages": nearly})) == "ja"
+
+
 def test_dynamic_whole_word_masking_takes_whole_words(built) -> None:
     language, _, packed = built
     for kind in ("wwm", "ngram"):
