@@ -27,9 +27,8 @@ from tokenizers import Tokenizer
 
 from clozeworks.corpus.shards.ranges import gather, offsets, range_positions
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE, split_sentences
-from clozeworks.corpus.vocab.fast import fast_encoder
+from clozeworks.corpus.vocab.fast import ID_DTYPE, fast_encoder, tokenizers_encoder
 
-ID_DTYPE = np.int32
 # Joins a document's sentences; private-use characters, so no real text is mistaken for it.
 SENTENCE_MARK = "\ue000clozeworks:sentence\ue001"
 # Texts whose sentence-by-sentence ids the marked encoding must reproduce.
@@ -181,7 +180,7 @@ class DocumentEncoder:
 
     def _by_sentence(self, sentences: list[list[str]]) -> TokenizedBatch:
         pieces = list(chain.from_iterable(sentences))
-        ids, lengths = self._flat(pieces) if pieces else _encode(self.tok, pieces)
+        ids, lengths = self._flat(pieces)
         return TokenizedBatch.from_lengths(ids, lengths, _counts(sentences))
 
 
@@ -190,7 +189,7 @@ def _encode_marked(
 ) -> TokenizedBatch | None:
     """Each document's sentences joined by the mark, encoded, and cut at the marks' ids;
     None if the marks did not come back one per boundary."""
-    flat, doc_lengths = _encode(marked, [SENTENCE_MARK.join(s) for s in sentences])
+    flat, doc_lengths = tokenizers_encoder(marked)([SENTENCE_MARK.join(s) for s in sentences])
     per_document = _counts(sentences)
     is_mark = flat == mark_id
     marks = offsets(is_mark.astype(np.int64))  # marks before each position
@@ -211,16 +210,6 @@ def _same(a: TokenizedBatch, b: TokenizedBatch) -> bool:
         np.array_equal(x, y)
         for x, y in ((a.ids, b.ids), (a.sentences, b.sentences), (a.documents, b.documents))
     )
-
-
-def _encode(tok: Tokenizer, pieces: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(every piece's ids concatenated as int32, each piece's length)."""
-    if not pieces:
-        return np.zeros(0, dtype=ID_DTYPE), np.zeros(0, dtype=np.int64)
-    id_lists = [e.ids for e in tok.encode_batch_fast(pieces, add_special_tokens=False)]
-    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
-    flat = np.fromiter(chain.from_iterable(id_lists), dtype=ID_DTYPE, count=int(lengths.sum()))
-    return flat, lengths
 
 
 def _counts(nested: list[list[str]]) -> np.ndarray:

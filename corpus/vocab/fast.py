@@ -51,16 +51,21 @@ PROBES = (
 _TOLD: set[str] = set()
 
 
-def _tokenizers(tok: Tokenizer) -> FlatEncode:
+def flat_ids(id_lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(every list's ids concatenated as int32, each list's length)."""
+    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    flat = np.fromiter(
+        (i for ids in id_lists for i in ids), dtype=ID_DTYPE, count=int(lengths.sum())
+    )
+    return flat, lengths
+
+
+def tokenizers_encoder(tok: Tokenizer) -> FlatEncode:
+    """`tokenizers`' own `encode_batch_fast`, no special tokens: the reference."""
+
     def encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        if not texts:
-            return np.zeros(0, dtype=ID_DTYPE), np.zeros(0, dtype=np.int64)
-        lists = [e.ids for e in tok.encode_batch_fast(list(texts), add_special_tokens=False)]
-        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        flat = np.fromiter(
-            (i for ids in lists for i in ids), dtype=ID_DTYPE, count=int(lengths.sum())
-        )
-        return flat, lengths
+        encodings = tok.encode_batch_fast(list(texts), add_special_tokens=False)
+        return flat_ids([e.ids for e in encodings])
 
     return encode
 
@@ -88,12 +93,7 @@ def _kitoken(spec: str) -> FlatEncode:
     tok = kitoken.Kitoken.from_tokenizers(spec.encode("utf-8"))
 
     def encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        lists = tok.encode_all(list(texts))
-        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        flat = np.fromiter(
-            (i for ids in lists for i in ids), dtype=ID_DTYPE, count=int(lengths.sum())
-        )
-        return flat, lengths
+        return flat_ids(tok.encode_all(list(texts)))
 
     return encode
 
@@ -148,7 +148,7 @@ def alphabet_probes(tok: Tokenizer) -> list[str]:
 def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
     """(name, encode) of the fastest candidate that gives `tok`'s ids on every probe and
     alphabet probe, or ("tokenizers", its own encode). `tok` must neither truncate nor pad."""
-    reference = _tokenizers(tok)
+    reference = tokenizers_encoder(tok)
     if os.environ.get(ENCODER_VARIABLE) == "tokenizers":
         return "tokenizers", reference
     spec = tok.to_str()

@@ -214,8 +214,12 @@ class TokenizerInfo:
         return word_start_table(self.tokenizer, self.special)
 
     def tokens(self) -> list[str | None]:
-        """Every id's token string (None for an id the vocabulary lacks)."""
-        return [self.tokenizer.id_to_token(i) for i in range(self.vocab_size)]
+        return token_strings(self.tokenizer)
+
+
+def token_strings(tok: Tokenizer) -> list[str | None]:
+    """Every id's token string, added tokens included (None for an id the vocabulary lacks)."""
+    return [tok.id_to_token(i) for i in range(tok.get_vocab_size(with_added_tokens=True))]
 
 
 def word_start_table(tok: Tokenizer, sp: SpecialTokens) -> list[bool]:

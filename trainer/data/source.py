@@ -35,6 +35,7 @@ from clozeworks.corpus.vocab.files import (
     TOKEN_COUNTS_FILE,
     parse_token_counts,
     read_token_counts,
+    token_strings,
 )
 from clozeworks.corpus.vocab.train import SENTINEL, tokenizer_kind, word_start_table
 from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
@@ -267,9 +268,8 @@ def mask_tables(
         special |= checked.added_special
         if needs_words:
             tok = checked.tokenizer
-            tokens = [tok.id_to_token(i) for i in range(man.vocab_size)]
             sp = special_tokens_for(tokenizer_kind(tok))
-            words = segmented_words(man.settings.get("language"), tokens, sp)
+            words = segmented_words(man.settings.get("language"), token_strings(tok), sp)
     elif needs_words:
         raise BadInputError(
             f"{shards.location}: whole-word, span and n-gram masking need the tokenizer to "

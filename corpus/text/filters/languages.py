@@ -127,12 +127,17 @@ CALIBRATED: dict[str, Calibrated] = {
 }
 
 
+def _base_code(language: str) -> str:
+    """An ISO 639 code without its region or script: `en-US`, `zh_CN` -> `en`, `zh`."""
+    return language.replace("_", "-").split("-", 1)[0].lower()
+
+
 def _registered(language: str | None) -> LanguageSettings:
-    """The registry's settings of an ISO 639-1 code (a region suffix ignored: `en-US`,
-    `zh_CN`); no language at all is English."""
+    """The registry's settings of an ISO 639-1 code (a region suffix ignored); no language
+    at all is English."""
     if not language:
         return ENGLISH
-    return SETTINGS.get(language.replace("_", "-").split("-", 1)[0].lower(), FALLBACK)
+    return SETTINGS.get(_base_code(language), FALLBACK)
 
 
 def segmenter_name(language: str | None) -> str | None:
@@ -152,7 +157,7 @@ def settings_for(language: str | None) -> LanguageSettings:
     settings = _registered(language)
     if not language or settings is ENGLISH:
         return settings
-    code = language.replace("_", "-").split("-", 1)[0].lower()
+    code = _base_code(language)
     if settings.segmenter is not None and not available(settings.segmenter):
         return replace(UNSPACED, sentence_language=code)
     settings = replace(settings, sentence_language=code)
