@@ -320,12 +320,13 @@ def test_ctrl_c_inside_rust_code_is_exit_130_in_one_line(
 ) -> None:
     """tokenizers turns SIGINT into RuntimeError("KeyboardInterrupt"), and Beam re-raises
     it with the step appended: shard printed two tracebacks and exited 1 (issue 33)."""
-    from clozeworks.corpus.shards import tokenize
+    from clozeworks.corpus.vocab import fast
 
     def interrupted(*args, **kwargs):
         raise RuntimeError("KeyboardInterrupt")
 
-    monkeypatch.setattr(tokenize, "_encode", interrupted)
+    # What every encoder's ids pass through, right after the Rust call returns.
+    monkeypatch.setattr(fast, "flat_ids", interrupted)
     paths, _ = small_build
     out = tmp_path / "shards"
     argv = ["shard", "--input", paths.docs, "--tokenizer", paths.tokenizer, "--output", str(out)]
