@@ -13,6 +13,10 @@ tokens, per document. Speed: MB/s of UTF-8 text on one core and on two (each mea
 its own process pinned to that many cores, with RAYON_NUM_THREADS set to match), the
 candidate's batch call where it has one.
 
+"clozeworks (fast.py)" is what `cloze` encodes with: the candidate and way
+corpus/vocab/fast.py chooses for the file (tokie read whole, or split behind `tokenizers`'
+normalizer), timed on its flat output.
+
 Candidates: kitoken (Rust, BSD-2), tokie (Rust), fastokens (Rust), flash-tokenizer (C++,
 BERT WordPiece from a vocab.txt only). `pip install kitoken tokie fastokens
 flash-tokenizer`; a candidate that is not installed or cannot load a kind says so.
@@ -134,8 +138,27 @@ def _flash(path: str) -> Callable[[list[str]], list[list[int]]]:
     return encode
 
 
+def _chosen(path: str) -> Callable[[list[str]], tuple]:
+    """What clozeworks encodes with (corpus/vocab/fast.py): flat ids and lengths."""
+    from tokenizers import Tokenizer
+
+    from clozeworks.corpus.vocab.fast import fast_encoder
+
+    return fast_encoder(Tokenizer.from_file(path))[1]
+
+
+def _lists(got: list[list[int]] | tuple) -> list[list[int]]:
+    if isinstance(got, tuple):  # flat ids and lengths
+        import numpy as np
+
+        ids, lengths = got
+        return [a.tolist() for a in np.split(ids, np.cumsum(lengths)[:-1])]
+    return got
+
+
 CANDIDATES = {
     "tokenizers": _tokenizers,
+    "clozeworks (fast.py)": _chosen,
     "kitoken": _kitoken,
     "tokie": _tokie,
     "fastokens": _fastokens,
@@ -198,7 +221,7 @@ def main() -> None:
             cells = []
             for group, texts in groups.items():
                 try:
-                    got = encode(texts)
+                    got = _lists(encode(texts))
                     same = sum(a == b for a, b in zip(got, reference[group], strict=True))
                 except Exception as err:
                     same = f"error: {str(err)[:40]}"

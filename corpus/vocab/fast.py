@@ -1,25 +1,33 @@
 """The fastest encoder that gives `tokenizers`' ids for a tokenizer.json (issue 39).
 
 `tokenizers` trains every vocabulary and stays the reference. Faster Rust encoders read
-the same tokenizer.json, but each implements only some normalizers and pre-tokenizers, and
-some differ where they do: bench/tokenize/compare.py measured, on realistic documents in
-six scripts and edge cases, that tokie gives every id for cased WordPiece and byte-level
-BPE (9-13x `tokenizers` per core), kitoken for this project's uncased WordPiece (1.75x),
-and neither for Unigram. So the candidates are tried fastest first, and one is taken only
-if it loads the tokenizer.json and gives every id `tokenizers` gives on `PROBES` (text in
-a dozen scripts, emoji sequences, control characters, a long word, special tokens written
-in the text); otherwise `tokenizers` encodes (said once per process on stderr where a
-candidate could not read the file at all). kitoken
-differs only there for uncased WordPiece: it reads `[CLS]` in a text as five characters,
-`tokenizers` as the special token. tokie is the `[fast]` extra; kitoken is tried when
-installed.
+the same tokenizer.json, but each implements only some normalizers, and some differ where
+they do: bench/tokenize/compare.py measured, on realistic documents in six scripts and
+edge cases, that tokie gives every id for cased WordPiece and byte-level BPE read whole
+(9-13x `tokenizers` per core), while for uncased WordPiece and Unigram its normalizer
+differs (it strips the overlay of `≠`) but its models and pre-tokenizers agree.
+
+So each candidate is tried two ways, fastest first:
+- whole: it reads the tokenizer.json as it is;
+- split (`SplitEncoder`): `tokenizers`' own normalizer runs first, in this process, and
+  the candidate reads the tokenizer.json without its normalizer. Texts all in ASCII skip
+  that step: Unicode's normalization forms and accent stripping are the identity on
+  ASCII, so the candidate reads them with the normalizer less those steps (uncased
+  WordPiece's lowercasing stays), at its full speed.
+A way is taken only if it gives every id `tokenizers` gives on `PROBES` (text in a dozen
+scripts, emoji sequences, control characters, a long word, special tokens written in the
+text) and on every character of the vocabulary's alphabet; otherwise `tokenizers` encodes
+(said once per process on stderr where a candidate could not read the file at all). tokie
+is the `[fast]` extra; kitoken is tried when installed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
+import re
 import sys
 import tempfile
 import unicodedata
@@ -33,6 +41,12 @@ ID_DTYPE = np.int32
 # texts -> (every text's ids concatenated, each text's length)
 FlatEncode = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
+# Where normalizers differ most: BERT's clean_text drops or maps every one of them.
+_CONTROLS = "".join(
+    c
+    for c in map(chr, range(0x110000))
+    if unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+)
 PROBES = (
     "Hello world. This is a test!  Another one? Yes.",
     "Mr. Smith paid $3.50 for 2.5 kg, i.e. a lot.\nThen he left... Did he?",
@@ -47,6 +61,9 @@ PROBES = (
     "tab\there\x00nul\x07bell\x1b[31mred\r\nCRLF\x0bVT\x0cFF\u200bZWSP\ufeffBOM\u00a0NBSP\u2028LS",
     "supercalifragilisticexpialidocious" * 20 + " x" * 3 + "   trailing spaces   ",
     "  leading space. Tabs\tand\nnew lines.  [CLS] [SEP] <s> </s> <mask> ▁ Ġ ##ing",
+    # Every control, format and space character, alone and run together.
+    " ".join(_CONTROLS),
+    f"a{_CONTROLS}b",
 )
 _TOLD: set[str] = set()
 
@@ -68,6 +85,102 @@ def tokenizers_encoder(tok: Tokenizer) -> FlatEncode:
         return flat_ids([e.ids for e in encodings])
 
     return encode
+
+
+# Normalizers that leave ASCII text as it is: it has no decompositions and no marks.
+ASCII_IDENTITY = frozenset({"NFC", "NFD", "NFKC", "NFKD", "StripAccents"})
+
+
+def _without(normalizer: dict[str, Any] | None, drop: frozenset[str]) -> dict[str, Any] | None:
+    """`normalizer` (a tokenizer.json node) less the steps whose type is in `drop`."""
+    if normalizer is None or normalizer["type"] in drop:
+        return None
+    if normalizer["type"] != "Sequence":
+        return normalizer
+    kept = [n for n in (_without(n, drop) for n in normalizer["normalizers"]) if n is not None]
+    if len(kept) <= 1:
+        return kept[0] if kept else None
+    return {**normalizer, "normalizers": kept}
+
+
+def _with_normalizer(spec: str, normalizer: dict[str, Any] | None) -> str:
+    data = json.loads(spec)
+    data["normalizer"] = normalizer
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _interleave(
+    in_first: np.ndarray,
+    first: tuple[np.ndarray, np.ndarray],
+    second: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The flat ids of texts encoded in two groups, back in the texts' order; `in_first`
+    says which texts the first group holds."""
+    (ids_a, len_a), (ids_b, len_b) = first, second
+    lengths = np.empty(len(in_first), dtype=np.int64)
+    lengths[in_first] = len_a
+    lengths[~in_first] = len_b
+    source = np.empty(len(in_first), dtype=np.int64)  # each text's start in ids_a + ids_b
+    source[in_first] = np.cumsum(len_a) - len_a
+    source[~in_first] = len(ids_a) + np.cumsum(len_b) - len_b
+    starts = np.cumsum(lengths) - lengths
+    total = int(lengths.sum())
+    positions = np.repeat(source - starts, lengths) + np.arange(total, dtype=np.int64)
+    return np.concatenate([ids_a, ids_b])[positions], lengths
+
+
+class Prenormalized:
+    """`tokenizers`' normalizer in this process, then `encode`: a candidate that reads
+    the tokenizer.json without its normalizer. Special tokens are cut out before
+    normalizing, as `tokenizers` matches them in the raw text."""
+
+    def __init__(self, tok: Tokenizer, encode: FlatEncode) -> None:
+        assert tok.normalizer is not None
+        self.normalize = tok.normalizer.normalize_str
+        self.encode = encode
+        raw = sorted(
+            (t["content"] for t in json.loads(tok.to_str())["added_tokens"] if not t["normalized"]),
+            key=len,
+            reverse=True,
+        )
+        self.raw_tokens = re.compile("(" + "|".join(map(re.escape, raw)) + ")") if raw else None
+
+    def normalized(self, text: str) -> str:
+        if self.raw_tokens is None or self.raw_tokens.search(text) is None:
+            return self.normalize(text)
+        parts = self.raw_tokens.split(text)  # odd places hold the special tokens
+        return "".join(p if i % 2 else self.normalize(p) for i, p in enumerate(parts))
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        return self.encode([self.normalized(t) for t in texts])
+
+
+# Text that is printable ASCII, tabs and line ends only. Candidates' normalizers differ
+# most on control characters (tokie keeps DEL, which BERT's clean_text removes).
+_NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
+PLAIN_PROBES = ("".join(map(chr, [9, 10, 13, *range(0x20, 0x7F)])),)
+
+
+def is_plain(text: str) -> bool:
+    return _NOT_PLAIN.search(text) is None
+
+
+class SplitEncoder:
+    """Plain texts (`is_plain`) to `plain`, the others to `other`, ids back in order."""
+
+    def __init__(self, plain: FlatEncode, other: FlatEncode) -> None:
+        self.plain = plain
+        self.other = other
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        in_plain = np.fromiter(map(is_plain, texts), dtype=bool, count=len(texts))
+        if in_plain.all():
+            return self.plain(texts)
+        if not in_plain.any():
+            return self.other(texts)
+        first = self.plain([t for t, p in zip(texts, in_plain, strict=True) if p])
+        second = self.other([t for t, p in zip(texts, in_plain, strict=True) if not p])
+        return _interleave(in_plain, first, second)
 
 
 def _tokie(spec: str) -> FlatEncode:
@@ -145,15 +258,54 @@ def alphabet_probes(tok: Tokenizer) -> list[str]:
     return [" ".join(chars[i : i + 500]) for i in range(0, len(chars), 500)]
 
 
+def _gives(encode: FlatEncode, probes: list[str], want: tuple[np.ndarray, np.ndarray]) -> bool:
+    try:
+        ids, lengths = encode(probes)
+    except Exception:  # a candidate that fails on the probes is not exact, so not used
+        return False
+    return np.array_equal(ids, want[0]) and np.array_equal(lengths, want[1])
+
+
+def _split(
+    tok: Tokenizer, load: Callable[[str], FlatEncode], probes: list[str], reference: FlatEncode
+) -> FlatEncode | None:
+    """The candidate where it gives every id: on plain texts, reading the tokenizer.json
+    with the normalizer less the steps that leave ASCII as it is; on the others, behind
+    `tokenizers`' normalizer (else `tokenizers` encodes those). None if neither holds."""
+    spec = tok.to_str()
+    normalizer = json.loads(spec)["normalizer"]
+    plain: FlatEncode | None = None
+    plain_probes = [p for p in probes if is_plain(p)] + list(PLAIN_PROBES)
+    try:
+        candidate = load(_with_normalizer(spec, _without(normalizer, ASCII_IDENTITY)))
+    except Exception:
+        candidate = None
+    if candidate is not None and _gives(candidate, plain_probes, reference(plain_probes)):
+        plain = candidate
+    other: FlatEncode | None = None
+    if normalizer is not None:
+        try:
+            candidate = Prenormalized(tok, load(_with_normalizer(spec, None)))
+        except Exception:
+            candidate = None
+        if candidate is not None and _gives(candidate, probes, reference(probes)):
+            other = candidate
+    if plain is None and other is None:
+        return None
+    split = SplitEncoder(plain or other or reference, other or reference)
+    return split if _gives(split, probes, reference(probes)) else None
+
+
 def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
-    """(name, encode) of the fastest candidate that gives `tok`'s ids on every probe and
-    alphabet probe, or ("tokenizers", its own encode). `tok` must neither truncate nor pad."""
+    """(name, encode) of the fastest candidate and way ("tokie", or "tokie+split" behind
+    `tokenizers`' normalizer) that gives `tok`'s ids on every probe and alphabet probe, or
+    ("tokenizers", its own encode). `tok` must neither truncate nor pad."""
     reference = tokenizers_encoder(tok)
     if os.environ.get(ENCODER_VARIABLE) == "tokenizers":
         return "tokenizers", reference
     spec = tok.to_str()
     probes = [*PROBES, *alphabet_probes(tok)]
-    want_ids, want_lengths = reference(probes)
+    want = reference(probes)
     unreadable = []
     for name, load in CANDIDATES.items():
         if importlib.util.find_spec(name) is None:
@@ -162,13 +314,12 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
             encode = load(spec)
         except Exception as err:  # a candidate that cannot read this tokenizer.json
             unreadable.append(f"{name} ({str(err).splitlines()[0][:80]})")
-            continue
-        try:
-            ids, lengths = encode(probes)
-        except Exception:  # or fails on the probes: not exact, so not used
-            continue
-        if np.array_equal(ids, want_ids) and np.array_equal(lengths, want_lengths):
-            return name, encode
+        else:
+            if _gives(encode, probes, want):
+                return name, encode
+        split = _split(tok, load, probes, reference)
+        if split is not None:
+            return f"{name}+split", split
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
     # read the file is said, once per tokenizer and process.
     digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()
