@@ -16,15 +16,18 @@ So each candidate is tried two ways, fastest first:
   WordPiece's lowercasing stays), at its full speed.
 A way is taken only if it gives every id `tokenizers` gives on `PROBES` (text in a dozen
 scripts, emoji sequences, control characters, a long word, special tokens written in the
-text) and on every character of the vocabulary's alphabet; otherwise `tokenizers` encodes
+text), on every control, format and space character, and on every character of the
+vocabulary's alphabet; otherwise `tokenizers` encodes
 (said once per process on stderr where a candidate could not read the file at all). tokie
 is the `[fast]` extra; kitoken is tried when installed.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -41,12 +44,6 @@ ID_DTYPE = np.int32
 # texts -> (every text's ids concatenated, each text's length)
 FlatEncode = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
-# Where normalizers differ most: BERT's clean_text drops or maps every one of them.
-_CONTROLS = "".join(
-    c
-    for c in map(chr, range(0x110000))
-    if unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
-)
 PROBES = (
     "Hello world. This is a test!  Another one? Yes.",
     "Mr. Smith paid $3.50 for 2.5 kg, i.e. a lot.\nThen he left... Did he?",
@@ -61,9 +58,6 @@ PROBES = (
     "tab\there\x00nul\x07bell\x1b[31mred\r\nCRLF\x0bVT\x0cFF\u200bZWSP\ufeffBOM\u00a0NBSP\u2028LS",
     "supercalifragilisticexpialidocious" * 20 + " x" * 3 + "   trailing spaces   ",
     "  leading space. Tabs\tand\nnew lines.  [CLS] [SEP] <s> </s> <mask> ▁ Ġ ##ing",
-    # Every control, format and space character, alone and run together.
-    " ".join(_CONTROLS),
-    f"a{_CONTROLS}b",
 )
 _TOLD: set[str] = set()
 
@@ -238,6 +232,20 @@ def encoder_for(tok: Tokenizer) -> FlatEncode:
     return _CHOSEN[key]
 
 
+@functools.cache
+def control_probes() -> tuple[str, str]:
+    """Every control, format and space character, alone and run together: where
+    normalizers differ most (BERT's clean_text drops or maps every one of them). Built on
+    first use; the planes scanned are the only ones with such characters (the tags
+    block of plane 14 among them)."""
+    chars = "".join(
+        c
+        for c in map(chr, itertools.chain(range(0x30000), range(0xE0000, 0xE1000)))
+        if unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+    )
+    return " ".join(chars), f"a{chars}b"
+
+
 def alphabet_probes(tok: Tokenizer) -> list[str]:
     """Every character the vocabulary has a piece for, and every character that
     decomposes to one of them plus marks (が to か, é to e), in words of one character:
@@ -304,7 +312,7 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
     if os.environ.get(ENCODER_VARIABLE) == "tokenizers":
         return "tokenizers", reference
     spec = tok.to_str()
-    probes = [*PROBES, *alphabet_probes(tok)]
+    probes = [*PROBES, *control_probes(), *alphabet_probes(tok)]
     want = reference(probes)
     unreadable = []
     for name, load in CANDIDATES.items():
