@@ -1,8 +1,9 @@
-"""Benchmark corpora made locally from the stdlib's docstrings (no downloads).
+"""Benchmark corpora made locally from realistic text (no downloads).
 
-Pages are runs of docstrings joined into paragraphs, with words shuffled a little so pages
-differ; planted near-duplicates are copies with words substituted until their word-5-gram
-Jaccard similarity with the original reaches a target.
+Pages are runs of real paragraphs (bench/scale/corpus.py: Python's reST docs, Debian
+copyright files, man pages; `apt-get install python3.11-doc`), several KB each, with words
+shuffled a little so pages differ; planted near-duplicates are copies with words
+substituted until their word-5-gram Jaccard similarity with the original reaches a target.
 """
 
 from __future__ import annotations
@@ -12,18 +13,28 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench.scale.corpus import paragraphs
 from clozeworks.corpus.dedup.minhash import Shingler, jaccard
-from clozeworks.corpus.text.demo import iter_docstrings
 
 
-def docstrings() -> list[str]:
-    return [d["text"] for d in iter_docstrings(min_chars=80)]
+def realistic_texts(megabytes: float = 10.0, seed: int = 0) -> list[str]:
+    """bench/scale/corpus.py's documents (several KB of real prose each) until they hold
+    `megabytes` of UTF-8 text."""
+    from bench.scale.corpus import documents
+
+    out, size = [], 0
+    for text in documents(seed):
+        out.append(text)
+        size += len(text.encode())
+        if size >= megabytes * 1e6:
+            return out
+    raise AssertionError("documents() is endless")
 
 
 def pages(seed: int = 0) -> Iterator[str]:
-    """Endless web-page-like documents: 3-12 docstrings, one paragraph each."""
+    """Endless web-page-like documents of 3-12 paragraphs."""
     rng = random.Random(seed)
-    pool = docstrings()
+    pool = paragraphs()
     while True:
         parts = []
         for text in rng.sample(pool, rng.randint(3, 12)):
@@ -66,7 +77,7 @@ def write_planted(path: Path, originals: int, seed: int = 1) -> list[tuple[str, 
     rng = random.Random(seed)
     shingler = Shingler(5)
     source = pages(seed)
-    vocab = sorted({w for text in docstrings()[:2000] for w in text.split()})
+    vocab = sorted({w for text in paragraphs()[:2000] for w in text.split()})
     records, triples = [], []
     for i in range(originals):
         words = next(source).split()[: rng.randrange(200, 500)]

@@ -5,7 +5,8 @@ two versions alternating, on one corpus of real documents.
     pip install --no-deps --target /tmp/before-site <wheel of the other version>
     .venv/bin/python bench/ab/run.py --before /tmp/before-site [--mb 20] [--rounds 2]
 
-"before" runs with PYTHONPATH=BEFORE, "after" with this environment's clozeworks; both
+"before" runs with PYTHONPATH=BEFORE, "after" with this environment's clozeworks (or
+PYTHONPATH=AFTER, so edits made while it runs do not reach it); both
 from a scratch directory, so no checkout folder shadows either. Each command runs under
 GNU time -v (peak RSS); the table shows each round's wall seconds and peak RSS, and
 whether the two versions' outputs are byte-identical (every shard's sha256, the
@@ -32,12 +33,12 @@ from bench.scale.corpus import write_corpus
 CLOZE = [sys.executable, "-m", "clozeworks"]
 
 
-def run(version: str, before: str, argv: list[str], cwd: Path) -> tuple[float, float]:
+def run(version: str, sites: dict[str, str], argv: list[str], cwd: Path) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of `cloze ARGV` under `version`."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    if version == "before":
-        env["PYTHONPATH"] = before
+    if sites.get(version):
+        env["PYTHONPATH"] = sites[version]
     cmd = ["/usr/bin/time", "-v", *CLOZE, *argv, "--no-progress"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -72,6 +73,9 @@ def digest(path: Path) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--before", required=True, help="a --target install of the other version")
+    p.add_argument(
+        "--after", help="a --target install to run as 'after' (default: this environment's)"
+    )
     p.add_argument("--mb", type=float, default=20, help="corpus size (bench/scale documents)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=40, help="training steps")
@@ -144,7 +148,8 @@ def main() -> None:
                     argv = [a.format(**paths) for a in make(out)]
                     if (work / out).exists() and name != "train bert-small":
                         shutil.rmtree(work / out)
-                    times[version].append(run(version, args.before, argv, work))
+                    sites = {"before": args.before, "after": args.after}
+                    times[version].append(run(version, sites, argv, work))
                     target = work / out / "shards" if name == "build" else work / out
                     digests[version] = digest(target)
             same = str(digests["before"] == digests["after"])

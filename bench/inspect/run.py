@@ -3,8 +3,9 @@
     .venv/bin/python bench/inspect/run.py [--gb 1] [--mode full-sentences|nsp] [--premask]
 
 Writes a synthetic shard set with corpus.shards.blocks (Zipf-distributed ids of a WordPiece
-vocabulary trained on the stdlib's docstrings, lengths skewed towards the maximum as in
-packed modes), warms the page cache, then times, interleaved, best of --repeat:
+vocabulary trained on 20 MB of realistic documents (bench/corpus.py), lengths skewed
+towards the maximum as in packed modes), warms the page cache, then times, interleaved,
+best of --repeat:
 
 - `wds raw`:    `webdataset.WebDataset(urls)` iterating every sample, no decoding;
 - `wds decode`: the same with `.decode()` (every .npy member to an array);
@@ -32,9 +33,11 @@ from pathlib import Path
 import numpy as np
 import webdataset as wds
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.corpus import realistic_texts
 from clozeworks.corpus.inspect.shards import shard_summary
 from clozeworks.corpus.shards.blocks import Block, ShardWriter, write_manifest
-from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import (
     VocabConfig,
     copy_tokenizer_dir,
@@ -51,7 +54,7 @@ BLOCK = 512
 
 def make_tokenizer(directory: Path) -> None:
     config = VocabConfig(kind="wordpiece", vocab_size=30522)
-    texts = [d["text"] for d in iter_docstrings()]
+    texts = realistic_texts(20)
     save_tokenizer(train_tokenizer(texts, config), config, directory)
 
 

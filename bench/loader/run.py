@@ -6,7 +6,8 @@ Both sides get the same already-tokenized sequences, batch 64, token masking at 
 CPU thread. Ours: read the shards + shuffle + collate + mask (`ShardDataset.loader()`,
 in the calling process, and with one worker process). Peer: the collator alone, called on
 python lists of ids (what `datasets` hands run_mlm.py), so it is not charged for reading.
-Sequences are packed to full length from the stdlib's docstrings with a WordPiece
+Sequences are packed to full length from 10 MB of realistic documents (bench/corpus.py's
+`realistic_texts`: Python's reST docs, Debian copyright files, man pages) with a WordPiece
 vocabulary of 8000 trained on them. Each configuration runs `--reps` times, interleaved,
 and the best time of each counts; the table prints ratios from this one run, by wall time
 and by CPU time (this process plus the loader's worker: sequences per CPU second is
@@ -20,6 +21,7 @@ import argparse
 import hashlib
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,8 +30,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.corpus import realistic_texts
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
-from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import VocabConfig, save_tokenizer, train_tokenizer
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.sidecars import TOKENIZER_DIR
@@ -39,7 +43,7 @@ BATCH = 64
 
 
 def build_tokenizer(root: Path) -> Path:
-    texts = [d["text"] for d in iter_docstrings()]
+    texts = realistic_texts(10)
     config = VocabConfig(kind="wordpiece", vocab_size=8000)
     directory = root / "tokenizer"
     save_tokenizer(train_tokenizer(texts, config), config, directory)
@@ -52,7 +56,7 @@ def packed_sequences(tokenizer_dir: Path, length: int, count: int) -> list[np.nd
 
     tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
     tok.no_truncation()
-    texts = [d["text"] for d in iter_docstrings()]
+    texts = realistic_texts(10)
     stream = np.concatenate(
         [np.asarray(e.ids[1:-1], np.int64) for e in tok.encode_batch_fast(texts)]
     )

@@ -4,7 +4,8 @@ and whichever peers are installed (pysbd, blingfire, nupunkt, syntok).
     python bench/shard/sentences.py
 
 Cases are our own: abbreviations, decimals, initials, quotes, ellipses, code-like tokens.
-Speed is measured over the standard library's docstrings, three passes.
+Speed is measured over 20 MB of realistic documents (bench/corpus.py: Python's reST docs,
+Debian copyright files, man pages).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from clozeworks.corpus.text.demo import iter_docstrings
+from bench.corpus import realistic_texts
 from clozeworks.corpus.text.sentences import split_sentences
 
 CASES = [
@@ -82,9 +83,9 @@ def splitters() -> dict[str, Callable[[str], list[str]]]:
 
 
 def main() -> None:
-    texts = [d["text"] for d in iter_docstrings()] * 3
+    texts = realistic_texts(20)
     mb = sum(len(t.encode()) for t in texts) / 1e6
-    print(f"{len(CASES)} cases; speed over {mb:.1f} MB of docstrings (one run, shared machine)")
+    print(f"{len(CASES)} cases; speed over {mb:.1f} MB of real documents (one run, shared machine)")
     for name, split in splitters().items():
         right = sum(
             [" ".join(s.split()) for s in split(t)] == [" ".join(s.split()) for s in want]

@@ -3,9 +3,9 @@ directory) against calling `tokenizers`' `train_from_iterator` directly on the s
 
     .venv/bin/python bench/vocab/run.py [--work DIR] [--kinds wordpiece,bpe,unigram]
 
-The corpus is every docstring of this Python's standard library and of the packages in its
-environment (about 35 MB with clozeworks' dependencies installed; nothing is downloaded),
-cleaned once into a document store under --work. For each kind, two child processes run
+The corpus is 35 MB of realistic documents (bench/scale/corpus.py: paragraphs of Python's
+reST docs, Debian copyright files and man pages, several KB per document; nothing is
+downloaded), cleaned once into a document store under --work. For each kind, two child processes run
 one after the other, each reporting its own wall time and peak RSS:
 
 - ours: `pipelines.vocab.run_vocab` from the document store, end to end;
@@ -24,7 +24,6 @@ import json
 import resource
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 from typing import Any
@@ -33,22 +32,18 @@ KINDS = ("wordpiece", "bpe", "unigram")
 STEPS = ("sample", "train", "measure", "write")
 
 
-def build_corpus(work: Path) -> str:
-    """The docstring corpus as a document store under `work` (built once, then reused)."""
-    from clozeworks.corpus.text.demo import iter_docstrings
+def build_corpus(work: Path, megabytes: float = 35.0) -> str:
+    """Realistic documents (bench/scale/corpus.py) as a document store under `work` (built
+    once, then reused)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.scale.corpus import write_corpus
     from clozeworks.pipelines.clean import CleanConfig, run_clean
 
     docs = work / "docs"
     if (docs / ".stats.json").is_file():
         return str(docs)
-    raw = work / "raw" / "docstrings.jsonl"
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
-    with raw.open("w", encoding="utf-8") as f:
-        for root in roots:
-            for doc in iter_docstrings(root):
-                doc["id"] = f"{root.name}/{doc['id']}"
-                f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    raw = work / "raw" / "docs.jsonl"
+    write_corpus(raw, megabytes)
     run_clean(CleanConfig(inputs=[str(raw)], output=str(docs), id_field="id"))
     return str(docs)
 
