@@ -113,12 +113,19 @@ def _by_count_then_code_point(item: tuple[str, int]) -> tuple[int, int]:
     return -item[1], ord(item[0])
 
 
+# Letters to put before a character to see if it continues a word. One is not Latin: the
+# uncased normalizer strips combining marks after Latin, Greek and Cyrillic letters, so
+# "a" + a Telugu vowel sign is "a", yet after a Telugu letter the sign stays in the word.
+_BASES = ("a", "\u0915")  # DEVANAGARI LETTER KA
+
+
 def _continues_a_word(tok: Tokenizer, ch: str) -> bool:
-    """Can `ch` follow a letter inside one word? ("a" + ch stays one pre-token.)"""
-    text = "a" + ch
-    if tok.normalizer is not None:
-        text = tok.normalizer.normalize_str(text)
+    """Can `ch` follow a letter inside one word? (base + ch stays one pre-token.)"""
+    return any(_one_word(tok, base + ch) for base in _BASES)
+
+
+def _one_word(tok: Tokenizer, text: str) -> bool:
+    normalized = tok.normalizer.normalize_str(text) if tok.normalizer is not None else text
     if tok.pre_tokenizer is None:
         return True
-    words = [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(text)]
-    return words == ["a" + ch]
+    return [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(normalized)] == [text]

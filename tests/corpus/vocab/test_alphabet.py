@@ -41,3 +41,19 @@ def test_cased_plan_keeps_case_and_accents_and_cjk_never_continues() -> None:
     plan = plan_alphabet({"A": 1, "é": 1, "中": 1}, tok, limit=None)
     assert plan.alphabet == ("A", "é", "中")
     assert plan.continuations == ("##A", "##é")
+
+
+def test_uncased_wordpiece_is_the_same_every_run_with_marks_stripped_after_latin() -> None:
+    """Telugu vowel signs are combining marks: after "a" the uncased normalizer strips them
+    (as it strips Latin accents), after a Telugu letter it keeps them. They must still be
+    handed to the trainer as continuations, in order, or their ids follow hash order."""
+    from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+
+    marks = [chr(c) for c in (0x0C3E, 0x0C3F, 0x0C40, 0x0C46, 0x0C47, 0x0C48, 0x0C4A, 0x0C4B)]
+    telugu = " ".join(f"\u0c15{m} \u0c1f{m}\u0c15" for m in marks)
+    texts = [f"{telugu} the model reads text and learns words {i}" for i in range(40)]
+    config = VocabConfig(kind="wordpiece", vocab_size=300)
+    runs = {train_tokenizer(texts, config).to_str() for _ in range(3)}
+    assert len(runs) == 1
+    vocab = train_tokenizer(texts, config).get_vocab()
+    assert all(f"##{m}" in vocab for m in marks)
