@@ -2,14 +2,14 @@
 
 A document's shingles are its word n-grams (n=5 by default; a document with fewer words has
 one shingle of all of them), each hashed to 64 bits. A signature holds, for each of
-`num_perm` hash functions h_i(x) = high 32 bits of (a_i * x + b_i) mod 2^64 (a_i odd), the
-minimum over the shingles; two signatures agree in position i with probability equal to the
-Jaccard similarity of the shingle sets. LSH cuts the signature into `bands` bands of `rows`
+`num_perm` seeded hash functions (rensa's RMinHash), the 32-bit minimum over the
+shingles; two signatures agree in position i with probability equal to the Jaccard
+similarity of the shingle sets. LSH cuts the signature into `bands` bands of `rows`
 values; documents sharing any band are candidates. `optimal_param` picks bands and rows for
 a threshold the way datasketch and text-dedup do.
 
-Everything is vectorized with numpy except one dictionary lookup per word; hashes are
-deterministic (blake2b and fixed seeds), never Python's salted `hash`.
+Everything is vectorized (numpy, rensa) except one dictionary lookup per word; hashes are
+deterministic (blake2b, rensa's seeded permutations), never Python's salted `hash`.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import re
 from collections.abc import Callable
 
 import numpy as np
+import rensa
 
 _WORD = re.compile(r"\w+")
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _STEP = np.uint64(0x9E3779B97F4A7C15)  # multiplier that combines word hashes into an n-gram
-_CHUNK = 4096  # shingles per matrix product: bounds memory at _CHUNK * num_perm * 8 bytes
+# rensa's MinHash algorithm that signatures (and so which documents dedup keeps) are made
+# with; a rensa that changes it changes outputs, so it is refused.
+RENSA_ALGORITHM = 2
 _WORD_CACHE_MAX = 1 << 20
 
 
@@ -52,21 +55,23 @@ class Shingler:
     def __getstate__(self) -> dict[str, object]:
         return {"ngram": self.ngram, "_cache": {}}
 
-    def _word_hash(self, word: str) -> int:
-        value = self._cache.get(word)
-        if value is None:
-            if len(self._cache) >= _WORD_CACHE_MAX:
-                self._cache.clear()
-            digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
-            value = self._cache[word] = int.from_bytes(digest, "little")
-        return value
+    def _hashed(self, tokens: list[str]) -> np.ndarray:
+        cache = self._cache
+        missing = set(tokens).difference(cache)
+        if missing:
+            if len(cache) + len(missing) > _WORD_CACHE_MAX:
+                cache.clear()
+                missing = set(tokens)
+            for word in missing:
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                cache[word] = int.from_bytes(digest, "little")
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
     def __call__(self, text: str) -> np.ndarray:
         tokens = words(text)
         if not tokens:
             return np.zeros(0, dtype=np.uint64)
-        lookup = self._word_hash
-        hashed = np.fromiter((lookup(w) for w in tokens), dtype=np.uint64, count=len(tokens))
+        hashed = self._hashed(tokens)
         n = min(self.ngram, len(hashed))
         count = len(hashed) - n + 1
         grams = np.zeros(count, dtype=np.uint64)
@@ -77,28 +82,32 @@ class Shingler:
 
 
 class MinHasher:
-    """Signatures of `num_perm` 32-bit minima, the same for the same seed in every process."""
+    """Signatures of `num_perm` 32-bit minima, the same for the same seed in every process:
+    rensa's RMinHash (Rust, MIT) over our shingle hashes, 15-40x the numpy matrix product
+    this replaced (bench/dedup). Its permutations are rensa's, so the signatures are
+    defined by rensa's algorithm version, checked here (`RENSA_ALGORITHM`)."""
 
     def __init__(self, num_perm: int = 256, seed: int = 42) -> None:
         if num_perm < 1:
             raise ValueError(f"num_perm must be >= 1, got {num_perm}")
-        rng = np.random.default_rng(seed)
-        info = np.iinfo(np.uint64)
+        found = rensa.RMinHash.ALGORITHM_VERSION
+        if found != RENSA_ALGORITHM:
+            raise RuntimeError(
+                f"rensa's MinHash algorithm is version {found}; clozeworks' dedup output is "
+                f"defined by version {RENSA_ALGORITHM}: install the rensa constraints.txt names"
+            )
         self.num_perm = num_perm
-        self.a = rng.integers(0, info.max, size=num_perm, dtype=np.uint64, endpoint=True) | 1
-        self.b = rng.integers(0, info.max, size=num_perm, dtype=np.uint64, endpoint=True)
+        self.seed = seed
 
     def signature(self, shingles: np.ndarray) -> np.ndarray:
         """uint32 [num_perm] minima over `shingles` (non-empty uint64 array)."""
         if len(shingles) == 0:
             raise ValueError("a document without shingles has no signature")
-        best = np.full(self.num_perm, np.iinfo(np.uint64).max, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for start in range(0, len(shingles), _CHUNK):
-                chunk = shingles[start : start + _CHUNK, None]  # [c, 1]
-                values = (chunk * self.a + self.b) >> np.uint64(32)  # [c, num_perm]
-                np.minimum(best, values.min(axis=0), out=best)
-        return best.astype(np.uint32)
+        offsets = np.array([0, len(shingles)], dtype=np.uint64)
+        matrix = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+            np.ascontiguousarray(shingles, dtype=np.uint64), offsets, self.num_perm, self.seed
+        )
+        return np.array(matrix.to_rows()[0], dtype=np.uint32)
 
 
 def band_keys(signature: np.ndarray, bands: int, rows: int) -> list[bytes]:

@@ -24,6 +24,15 @@ def test_normalize_is_idempotent(text: str) -> None:
     assert normalize_text(once) == once
 
 
+@given(st.text(alphabet=st.characters(codec=None), max_size=60))
+def test_exact_key_collapses_what_the_regex_it_replaced_did(text: str) -> None:
+    import hashlib
+    import re
+
+    before = re.sub(r"\s+", " ", text.casefold()).strip()  # the key until issue 39
+    assert exact_key(text) == hashlib.sha1(before.encode("utf-8")).hexdigest()
+
+
 def test_exact_key_ignores_case_and_spacing() -> None:
     assert exact_key("Hello  World\n") == exact_key("hello world")
     assert exact_key("hello world") != exact_key("hello, world")
