@@ -84,8 +84,7 @@ class _BandKeys(beam.DoFn):
             return
         counter("near.signatures").inc()
         signature = self.hasher.signature(shingles)
-        for key in band_keys(signature, self.settings.bands, self.settings.rows):
-            yield key, row["id"]
+        yield band_keys(signature, self.settings.bands, self.settings.rows), row["id"]
         if self.settings.verify:
             yield beam.pvalue.TaggedOutput(SHINGLES, (row["id"], shingles.tobytes()))
 
@@ -117,8 +116,8 @@ class CandidateEdges(beam.PTransform):
         pairs_up_to = ALL_PAIRS_UP_TO if self.settings.verify else 0
         edges = (
             keyed.bands
-            # One group per band value: the documents that collide in it.
-            | "Buckets" >> self.shuffle.group_by_key("bands", BytesCoder(), ID)
+            # One group per band value that documents collide in.
+            | "Buckets" >> self.shuffle.collisions("bands", BytesCoder(), ID)
             | "EdgesInBucket" >> beam.ParDo(_BucketEdges(pairs_up_to))
         )
         return edges, keyed[SHINGLES]

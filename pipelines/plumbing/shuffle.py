@@ -58,25 +58,34 @@ class _Spill(FileSystemsDoFn):
     them, where a hash would pile several into one now and then (and the fullest bucket,
     read whole, sets peak memory). Other keys go by crc32."""
 
-    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+    def __init__(
+        self,
+        directory: str,
+        buckets: int,
+        key_coder: Coder,
+        value_coder: Coder,
+        many_keys: bool = False,
+    ):
         super().__init__()
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
         self.int_keys = isinstance(key_coder, VarIntCoder)
+        self.many_keys = many_keys
 
     def start_bundle(self) -> None:
         self._parts: dict[int, list[bytes]] = {}
         self._size = 0
 
     def process(self, element: tuple[Any, Any]) -> Iterator[tuple[int, tuple[str, int, int]]]:
-        key = self.key_coder.encode(element[0])
         value = self.value_coder.encode(element[1])
-        record = b"".join((_RECORD.pack(len(key), len(value)), key, value))
-        bucket = element[0] % self.buckets if self.int_keys else _bucket(key, self.buckets)
-        self._parts.setdefault(bucket, []).append(record)
-        self._size += len(record)
+        for raw_key in element[0] if self.many_keys else (element[0],):
+            key = self.key_coder.encode(raw_key)
+            record = b"".join((_RECORD.pack(len(key), len(value)), key, value))
+            bucket = raw_key % self.buckets if self.int_keys else _bucket(key, self.buckets)
+            self._parts.setdefault(bucket, []).append(record)
+            self._size += len(record)
         if self._size >= SPILL_BYTES:
             yield from self._write()
 
@@ -113,12 +122,14 @@ def _records(data: bytes) -> Iterator[tuple[bytes, bytes]]:
 
 
 class _ReadBucket(FileSystemsDoFn):
-    """(bucket, [(path, start, end)]) -> (key, [values]) for every key of the bucket."""
+    """(bucket, [(path, start, end)]) -> (key, [values]) for every key of the bucket with
+    at least `min_values` values."""
 
-    def __init__(self, key_coder: Coder, value_coder: Coder):
+    def __init__(self, key_coder: Coder, value_coder: Coder, min_values: int = 1):
         super().__init__()
         self.key_coder = key_coder
         self.value_coder = value_coder
+        self.min_values = min_values
 
     def process(self, item: tuple[int, Iterable[tuple[str, int, int]]]) -> Iterator[Any]:
         groups: dict[bytes, list[bytes]] = {}
@@ -131,7 +142,8 @@ class _ReadBucket(FileSystemsDoFn):
             del data
         for key in sorted(groups):
             values = sorted(groups.pop(key))
-            yield self.key_coder.decode(key), [self.value_coder.decode(v) for v in values]
+            if len(values) >= self.min_values:
+                yield self.key_coder.decode(key), [self.value_coder.decode(v) for v in values]
 
 
 class GroupThroughFiles(beam.PTransform):
@@ -143,15 +155,27 @@ class GroupThroughFiles(beam.PTransform):
     its whole output in memory.)
     """
 
-    def __init__(self, directory: str, buckets: int, key_coder: Coder, value_coder: Coder):
+    def __init__(
+        self,
+        directory: str,
+        buckets: int,
+        key_coder: Coder,
+        value_coder: Coder,
+        many_keys: bool = False,
+        min_values: int = 1,
+    ):
         super().__init__()
         self.directory = directory
         self.buckets = buckets
         self.key_coder = key_coder
         self.value_coder = value_coder
+        self.many_keys = many_keys
+        self.min_values = min_values
 
     def expand(self, pairs: Any) -> Any:
-        spill = _Spill(self.directory, self.buckets, self.key_coder, self.value_coder)
+        spill = _Spill(
+            self.directory, self.buckets, self.key_coder, self.value_coder, self.many_keys
+        )
         if isinstance(pairs, tuple | list):
             spilled = [pc | f"Spill{i}" >> beam.ParDo(spill) for i, pc in enumerate(pairs)]
             ranges = spilled | "AllSpills" >> beam.Flatten()
@@ -160,7 +184,8 @@ class GroupThroughFiles(beam.PTransform):
         return (
             ranges
             | "GroupSpills" >> beam.GroupByKey()
-            | "ReadBuckets" >> beam.ParDo(_ReadBucket(self.key_coder, self.value_coder))
+            | "ReadBuckets"
+            >> beam.ParDo(_ReadBucket(self.key_coder, self.value_coder, self.min_values))
         )
 
 
@@ -171,6 +196,27 @@ class _FlattenAndGroup(beam.PTransform):
         if isinstance(pairs, tuple | list):
             pairs = pairs | "Flatten" >> beam.Flatten()
         return pairs | "GroupByKey" >> beam.GroupByKey()
+
+
+def _each_key(element: tuple[Iterable[Any], Any]) -> Iterator[tuple[Any, Any]]:
+    for key in element[0]:
+        yield key, element[1]
+
+
+def _shared(item: tuple[Any, Iterable[Any]]) -> bool:
+    return len(list(item[1])) >= 2
+
+
+class _CollideInMemory(beam.PTransform):
+    """`Shuffle.collisions` with Beam's GroupByKey."""
+
+    def expand(self, pairs: Any) -> Any:
+        return (
+            pairs
+            | "EachKey" >> beam.FlatMap(_each_key)
+            | "GroupByKey" >> beam.GroupByKey()
+            | "Shared" >> beam.Filter(_shared)
+        )
 
 
 class _Tagged(Coder):  # type: ignore[misc]
@@ -216,6 +262,21 @@ class Shuffle:
             return _FlattenAndGroup()
         return GroupThroughFiles(
             BEAM_FS.join(self.directory, name), self.buckets, key_coder, value_coder
+        )
+
+    def collisions(self, name: str, key_coder: Coder, value_coder: Coder) -> beam.PTransform:
+        """A PTransform (keys, value) -> (key, values) for every key that two or more values
+        share: MinHash bands, where most keys have one value and are never grouped. Each
+        element carries all its keys, so the pipeline handles one element per value."""
+        if self.directory is None:
+            return _CollideInMemory()
+        return GroupThroughFiles(
+            BEAM_FS.join(self.directory, name),
+            self.buckets,
+            key_coder,
+            value_coder,
+            many_keys=True,
+            min_values=2,
         )
 
     def group_by_part(self, name: str, parts: int, value_coder: Coder) -> beam.PTransform:

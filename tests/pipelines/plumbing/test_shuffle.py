@@ -54,6 +54,25 @@ def test_group_through_files_equals_group_by_key(
     assert (len(files) > 1) == (spill_bytes == 64)
 
 
+# (keys, value): "a" and "d" are one value's alone, so they are no collision.
+MANY_KEYS = [(["a", "b"], "x"), (["b", "c"], "y"), (["b"], "z"), (["c", "d"], "w"), ([], "q")]
+
+
+@pytest.mark.parametrize("through_files", [True, False])
+def test_collisions_are_the_keys_two_or_more_values_share(
+    tmp_path: Path, through_files: bool
+) -> None:
+    shuffle = Shuffle(str(tmp_path) if through_files else None, buckets=4)
+    with TestPipeline(runner=LocalRunner()) as p:
+        grouped = (
+            p
+            | beam.Create(MANY_KEYS)
+            | shuffle.collisions("c", StrUtf8Coder(), StrUtf8Coder())
+            | beam.Map(_sorted_values)
+        )
+        assert_that(grouped, equal_to([("b", ["x", "y", "z"]), ("c", ["w", "y"])]))
+
+
 def test_values_come_out_in_the_same_order_whatever_the_input_order(tmp_path: Path) -> None:
     def run(pairs: list[tuple[int, str]], sub: str) -> list[Any]:
         out: list[Any] = []
