@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clozeworks.corpus.dedup.minhash import (
     MinHasher,
@@ -10,6 +12,7 @@ from clozeworks.corpus.dedup.minhash import (
     collision_probability,
     jaccard,
     optimal_param,
+    word_spans,
     words,
 )
 
@@ -24,6 +27,21 @@ def test_shingles_are_word_ngrams_ignoring_case_and_punctuation() -> None:
     assert np.array_equal(sh("x y z x y z x y z"), np.unique(sh("x y z x y z x y z")))
     with pytest.raises(ValueError):
         Shingler(0)
+
+
+@given(st.text(alphabet=st.characters(codec=None), max_size=80))
+def test_words_found_in_code_points_are_the_regex_words(text: str) -> None:
+    _, starts, ends = word_spans(text)
+    folded = text.casefold()
+    assert [folded[a:b] for a, b in zip(starts, ends, strict=True)] == words(text)
+    assert len(Shingler.word_hashes(text)) == len(words(text))
+
+
+def test_word_hashes_depend_on_the_word_alone() -> None:
+    hashes = Shingler.word_hashes("Tea, tea; eat ATE tea_2 straße STRASSE")
+    assert hashes[0] == hashes[1] and hashes[2] != hashes[3] != hashes[0]
+    assert hashes[5] == hashes[6]  # case folding: ß is ss
+    assert len(set(Shingler.word_hashes(" ".join(f"w{i}" for i in range(5000))))) == 5000
 
 
 def test_signatures_are_deterministic_across_instances() -> None:
