@@ -140,10 +140,10 @@ class _ReadBucket(FileSystemsDoFn):
             for key, value in _records(data):
                 groups.setdefault(key, []).append(value)
             del data
-        for key in sorted(groups):
+        keys = [k for k, v in groups.items() if len(v) >= self.min_values]
+        for key in sorted(keys):
             values = sorted(groups.pop(key))
-            if len(values) >= self.min_values:
-                yield self.key_coder.decode(key), [self.value_coder.decode(v) for v in values]
+            yield self.key_coder.decode(key), [self.value_coder.decode(v) for v in values]
 
 
 class GroupThroughFiles(beam.PTransform):
