@@ -3,23 +3,24 @@
 `tokenizers` trains every vocabulary and stays the reference. Faster Rust encoders read
 the same tokenizer.json, but each implements only some normalizers, and some differ where
 they do: bench/tokenize/compare.py measured, on realistic documents in six scripts and
-edge cases, that tokie gives every id for cased WordPiece and byte-level BPE read whole
-(9-13x `tokenizers` per core), while for uncased WordPiece and Unigram its normalizer
-differs (it strips the overlay of `≠`) but its models and pre-tokenizers agree.
+edge cases, that tokie's models agree with `tokenizers`' for every kind, while its
+normalizers and pre-tokenizers differ here and there (it strips the overlay of `≠`, keeps
+DEL, does not lowercase after a Replace, splits a whitespace run with a vertical tab).
 
 So each candidate is tried two ways, fastest first:
 - whole: it reads the tokenizer.json as it is;
-- split (`SplitEncoder`): `tokenizers`' own normalizer runs first, in this process, and
-  the candidate reads the tokenizer.json without its normalizer. Texts all in ASCII skip
-  that step: Unicode's normalization forms and accent stripping are the identity on
-  ASCII, so the candidate reads them with the normalizer less those steps (uncased
-  WordPiece's lowercasing stays), at its full speed.
+- split (`SplitEncoder`): texts without control characters (`has_no_controls`) go to it
+  reading the file with its normalizer less the steps that are the identity on ASCII
+  (Unicode's normalization forms, accent stripping); where there were such steps, only
+  texts of printable ASCII (`is_plain`). Every other text goes through `tokenizers`' own
+  normalizer first, in this process, and then to the candidate reading the file without
+  a normalizer (`Prenormalized`), or to `tokenizers` where that does not give its ids.
 A way is taken only if it gives every id `tokenizers` gives on `PROBES` (text in a dozen
 scripts, emoji sequences, control characters, a long word, special tokens written in the
 text), on every control, format and space character, and on every character of the
-vocabulary's alphabet; otherwise `tokenizers` encodes
-(said once per process on stderr where a candidate could not read the file at all). tokie
-is the `[fast]` extra; kitoken is tried when installed.
+vocabulary's alphabet; otherwise `tokenizers` encodes (said once per process on stderr
+where a candidate could not read the file at all). tokie is the `[fast]` extra; kitoken
+is tried when installed.
 """
 
 from __future__ import annotations
@@ -159,15 +160,42 @@ def is_plain(text: str) -> bool:
     return _NOT_PLAIN.search(text) is None
 
 
-class SplitEncoder:
-    """Plain texts (`is_plain`) to `plain`, the others to `other`, ids back in order."""
+@functools.cache
+def _controls() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Control, format and line or paragraph separator characters but tab and line ends:
+    those in the BMP, and those past it. One class holding both is 50x slower to search
+    (`re` checks a class with astral characters range by range)."""
+    everything = control_probes()[1][1:-1]
+    chars = [c for c in everything if unicodedata.category(c) != "Zs" and c not in "\t\n\r"]
+    bmp = "".join(c for c in chars if ord(c) < 0x10000)
+    astral = "".join(c for c in chars if ord(c) >= 0x10000)
+    return re.compile(f"[{re.escape(bmp)}]"), re.compile(f"[{re.escape(astral)}]")
 
-    def __init__(self, plain: FlatEncode, other: FlatEncode) -> None:
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def has_no_controls(text: str) -> bool:
+    """Without the characters where candidates' pre-tokenizers differ from `tokenizers`'
+    (tokie splits whitespace runs with a vertical tab in them otherwise)."""
+    bmp, astral = _controls()
+    if bmp.search(text) is not None:
+        return False
+    return _ASTRAL.search(text) is None or astral.search(text) is None
+
+
+class SplitEncoder:
+    """Texts `route` takes to `plain`, the others to `other`, ids back in order."""
+
+    def __init__(
+        self, plain: FlatEncode, other: FlatEncode, route: Callable[[str], bool] = is_plain
+    ) -> None:
         self.plain = plain
         self.other = other
+        self.route = route
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        in_plain = np.fromiter(map(is_plain, texts), dtype=bool, count=len(texts))
+        in_plain = np.fromiter(map(self.route, texts), dtype=bool, count=len(texts))
         if in_plain.all():
             return self.plain(texts)
         if not in_plain.any():
@@ -233,17 +261,18 @@ def encoder_for(tok: Tokenizer) -> FlatEncode:
 
 
 @functools.cache
-def control_probes() -> tuple[str, str]:
-    """Every control, format and space character, alone and run together: where
-    normalizers differ most (BERT's clean_text drops or maps every one of them). Built on
-    first use; the planes scanned are the only ones with such characters (the tags
-    block of plane 14 among them)."""
+def control_probes() -> tuple[str, ...]:
+    """Every control, format and space character, alone and run together, and the space
+    characters alone likewise: where normalizers and pre-tokenizers differ most (BERT's
+    clean_text drops or maps every one of them). Built on first use; the planes scanned
+    are the only ones with such characters (the tags block of plane 14 among them)."""
     chars = "".join(
         c
         for c in map(chr, itertools.chain(range(0x30000), range(0xE0000, 0xE1000)))
         if unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
     )
-    return " ".join(chars), f"a{chars}b"
+    spaces = "".join(c for c in chars if unicodedata.category(c) == "Zs")
+    return " ".join(chars), f"a{chars}b", " ".join(spaces), f"a{spaces}b"
 
 
 def alphabet_probes(tok: Tokenizer) -> list[str]:
@@ -277,15 +306,18 @@ def _gives(encode: FlatEncode, probes: list[str], want: tuple[np.ndarray, np.nda
 def _split(
     tok: Tokenizer, load: Callable[[str], FlatEncode], probes: list[str], reference: FlatEncode
 ) -> FlatEncode | None:
-    """The candidate where it gives every id: on plain texts, reading the tokenizer.json
-    with the normalizer less the steps that leave ASCII as it is; on the others, behind
-    `tokenizers`' normalizer (else `tokenizers` encodes those). None if neither holds."""
+    """The candidate where it gives every id. Texts without control characters go to it
+    reading the tokenizer.json with its normalizer less the steps that leave ASCII as it
+    is; where there were such steps, only plain ASCII texts. The others go to it behind
+    `tokenizers`' normalizer, or else to `tokenizers`. None if the candidate takes none."""
     spec = tok.to_str()
     normalizer = json.loads(spec)["normalizer"]
+    reduced = _without(normalizer, ASCII_IDENTITY)
+    route = is_plain if reduced != normalizer else has_no_controls
     plain: FlatEncode | None = None
-    plain_probes = [p for p in probes if is_plain(p)] + list(PLAIN_PROBES)
+    plain_probes = [p for p in [*probes, *PLAIN_PROBES] if route(p)]
     try:
-        candidate = load(_with_normalizer(spec, _without(normalizer, ASCII_IDENTITY)))
+        candidate = load(_with_normalizer(spec, reduced))
     except Exception:
         candidate = None
     if candidate is not None and _gives(candidate, plain_probes, reference(plain_probes)):
@@ -300,7 +332,7 @@ def _split(
             other = candidate
     if plain is None and other is None:
         return None
-    split = SplitEncoder(plain or other or reference, other or reference)
+    split = SplitEncoder(plain or other or reference, other or reference, route)
     return split if _gives(split, probes, reference(probes)) else None
 
 

@@ -90,6 +90,13 @@ def test_the_steps_dropped_for_plain_text_leave_it_as_it_is() -> None:
     assert fast._without(None, fast.ASCII_IDENTITY) is None
 
 
+def test_texts_with_control_characters_are_told_apart() -> None:
+    assert fast.has_no_controls("tab\tline\nCR\r 가나 \u00a0 😀 x")
+    for control in ("\x0b", "\x7f", "\x85", "\u00ad", "\u200b", "\u2028", "\U000e0041"):
+        assert not fast.has_no_controls(f"a {control} b"), hex(ord(control))
+    assert fast.is_plain("tab\tline\n") and not fast.is_plain("é") and not fast.is_plain("\x7f")
+
+
 def test_plain_and_other_texts_come_back_in_order() -> None:
     def tagged(tag):
         def encode(texts):
