@@ -105,7 +105,7 @@ class Shingler:
 
 class MinHasher:
     """Signatures of `num_perm` 32-bit minima, the same for the same seed in every process:
-    rensa's RMinHash (Rust, MIT) over our shingle hashes, 15-40x the numpy matrix product
+    rensa's RMinHash (Rust, MIT) over our shingle hashes, 12-38x the numpy matrix product
     this replaced (bench/dedup). Its permutations are rensa's, so the signatures are
     defined by rensa's algorithm version, checked here (`RENSA_ALGORITHM`)."""
 
