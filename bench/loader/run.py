@@ -36,8 +36,9 @@ from bench.corpus import realistic_texts
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
 from clozeworks.corpus.vocab.train import VocabConfig, save_tokenizer, train_tokenizer
 from clozeworks.schemas.manifest import Manifest
+from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.sidecars import TOKENIZER_DIR
-from clozeworks.trainer.data.loader import MaskingConfig, ShardDataset
+from clozeworks.trainer.data.loader import ShardDataset
 
 BATCH = 64
 
@@ -95,7 +96,7 @@ def write_shards(directory: Path, tokenizer_dir: Path, seqs: list[np.ndarray], l
 
 
 def ours(shards: Path, workers: int, kind: str = "token") -> Callable[[], int]:
-    ds = ShardDataset(shards, batch_size=BATCH, seed=0, masking=MaskingConfig(kind=kind))
+    ds = ShardDataset(shards, batch_size=BATCH, seed=0, masking=MaskingSettings(kind=kind))
     loader = ds.loader(num_workers=workers)
 
     def run() -> int:
