@@ -55,13 +55,24 @@ def _word_characters() -> np.ndarray:
     return table
 
 
+def _folded(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(code points of `text` case-folded, whether each is a word character)."""
+    points = np.frombuffer(text.casefold().encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return points, _word_characters()[points]
+
+
+def _spans(is_word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each run of word characters."""
+    inside = np.zeros(len(is_word) + 2, dtype=bool)
+    inside[1:-1] = is_word
+    edges = np.flatnonzero(inside[1:] != inside[:-1])
+    return edges[0::2], edges[1::2]
+
+
 def word_spans(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(code points of `text` case-folded, start and end of each `words` word in them)."""
-    points = np.frombuffer(text.casefold().encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    inside = np.zeros(len(points) + 2, dtype=bool)
-    inside[1:-1] = _word_characters()[points]
-    edges = np.flatnonzero(inside[1:] != inside[:-1])
-    return points, edges[0::2], edges[1::2]
+    points, is_word = _folded(text)
+    return points, *_spans(is_word)
 
 
 class Shingler:
@@ -78,10 +89,11 @@ class Shingler:
 
     @staticmethod
     def word_hashes(text: str) -> np.ndarray:
-        points, starts, ends = word_spans(text)
+        points, is_word = _folded(text)
+        starts, ends = _spans(is_word)
         lengths = ends - starts
         first = np.cumsum(lengths) - lengths  # each word's start among the word characters
-        inside = points[_word_characters()[points]].astype(np.uint64)
+        inside = points[is_word].astype(np.uint64)
         position = np.arange(len(inside), dtype=np.uint64) - np.repeat(first, lengths).astype(
             np.uint64
         )
