@@ -165,28 +165,16 @@ class GroupThroughFiles(beam.PTransform):
         min_values: int = 1,
     ):
         super().__init__()
-        self.directory = directory
-        self.buckets = buckets
-        self.key_coder = key_coder
-        self.value_coder = value_coder
-        self.many_keys = many_keys
-        self.min_values = min_values
+        self.spill = _Spill(directory, buckets, key_coder, value_coder, many_keys)
+        self.read = _ReadBucket(key_coder, value_coder, min_values)
 
     def expand(self, pairs: Any) -> Any:
-        spill = _Spill(
-            self.directory, self.buckets, self.key_coder, self.value_coder, self.many_keys
-        )
         if isinstance(pairs, tuple | list):
-            spilled = [pc | f"Spill{i}" >> beam.ParDo(spill) for i, pc in enumerate(pairs)]
+            spilled = [pc | f"Spill{i}" >> beam.ParDo(self.spill) for i, pc in enumerate(pairs)]
             ranges = spilled | "AllSpills" >> beam.Flatten()
         else:
-            ranges = pairs | "Spill" >> beam.ParDo(spill)
-        return (
-            ranges
-            | "GroupSpills" >> beam.GroupByKey()
-            | "ReadBuckets"
-            >> beam.ParDo(_ReadBucket(self.key_coder, self.value_coder, self.min_values))
-        )
+            ranges = pairs | "Spill" >> beam.ParDo(self.spill)
+        return ranges | "GroupSpills" >> beam.GroupByKey() | "ReadBuckets" >> beam.ParDo(self.read)
 
 
 class _FlattenAndGroup(beam.PTransform):
