@@ -165,8 +165,9 @@ def _controls() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """Control, format and line or paragraph separator characters but tab and line ends:
     those in the BMP, and those past it. One class holding both is 50x slower to search
     (`re` checks a class with astral characters range by range)."""
-    everything = control_probes()[1][1:-1]
-    chars = [c for c in everything if unicodedata.category(c) != "Zs" and c not in "\t\n\r"]
+    chars = [
+        c for c in _special_characters() if unicodedata.category(c) != "Zs" and c not in "\t\n\r"
+    ]
     bmp = "".join(c for c in chars if ord(c) < 0x10000)
     astral = "".join(c for c in chars if ord(c) >= 0x10000)
     return re.compile(f"[{re.escape(bmp)}]"), re.compile(f"[{re.escape(astral)}]")
@@ -261,16 +262,23 @@ def encoder_for(tok: Tokenizer) -> FlatEncode:
 
 
 @functools.cache
-def control_probes() -> tuple[str, ...]:
-    """Every control, format and space character, alone and run together, and the space
-    characters alone likewise: where normalizers and pre-tokenizers differ most (BERT's
-    clean_text drops or maps every one of them). Built on first use; the planes scanned
-    are the only ones with such characters (the tags block of plane 14 among them)."""
-    chars = "".join(
+def _special_characters() -> str:
+    """Every control, format, space and line or paragraph separator character. The planes
+    scanned are the only ones with such characters (the tags block of plane 14 among
+    them)."""
+    return "".join(
         c
         for c in map(chr, itertools.chain(range(0x30000), range(0xE0000, 0xE1000)))
         if unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
     )
+
+
+@functools.cache
+def control_probes() -> tuple[str, ...]:
+    """Every control, format and space character, alone and run together, and the space
+    characters alone likewise: where normalizers and pre-tokenizers differ most (BERT's
+    clean_text drops or maps every one of them). Built on first use."""
+    chars = _special_characters()
     spaces = "".join(c for c in chars if unicodedata.category(c) == "Zs")
     return " ".join(chars), f"a{chars}b", " ".join(spaces), f"a{spaces}b"
 
@@ -303,37 +311,43 @@ def _gives(encode: FlatEncode, probes: list[str], want: tuple[np.ndarray, np.nda
     return np.array_equal(ids, want[0]) and np.array_equal(lengths, want[1])
 
 
+def _loaded(load: Callable[[str], FlatEncode], spec: str) -> FlatEncode | None:
+    try:
+        return load(spec)
+    except Exception:  # a candidate that cannot read this form of the file
+        return None
+
+
 def _split(
-    tok: Tokenizer, load: Callable[[str], FlatEncode], probes: list[str], reference: FlatEncode
+    tok: Tokenizer,
+    load: Callable[[str], FlatEncode],
+    probes: list[str],
+    want: tuple[np.ndarray, np.ndarray],
 ) -> FlatEncode | None:
-    """The candidate where it gives every id. Texts without control characters go to it
-    reading the tokenizer.json with its normalizer less the steps that leave ASCII as it
-    is; where there were such steps, only plain ASCII texts. The others go to it behind
-    `tokenizers`' normalizer, or else to `tokenizers`. None if the candidate takes none."""
+    """The candidate where it gives every id (`want`: `tokenizers`' on `probes`). Texts
+    without control characters go to it reading the tokenizer.json with its normalizer less
+    the steps that leave ASCII as it is; where there were such steps, only plain ASCII
+    texts. The others go to it behind `tokenizers`' normalizer, or else to `tokenizers`.
+    None if the candidate takes none."""
     spec = tok.to_str()
+    reference = tokenizers_encoder(tok)
     normalizer = json.loads(spec)["normalizer"]
     reduced = _without(normalizer, ASCII_IDENTITY)
     route = is_plain if reduced != normalizer else has_no_controls
-    plain: FlatEncode | None = None
     plain_probes = [p for p in [*probes, *PLAIN_PROBES] if route(p)]
-    try:
-        candidate = load(_with_normalizer(spec, reduced))
-    except Exception:
-        candidate = None
-    if candidate is not None and _gives(candidate, plain_probes, reference(plain_probes)):
-        plain = candidate
+    plain = _loaded(load, _with_normalizer(spec, reduced))
+    if plain is not None and not _gives(plain, plain_probes, reference(plain_probes)):
+        plain = None
     other: FlatEncode | None = None
     if normalizer is not None:
-        try:
-            candidate = Prenormalized(tok, load(_with_normalizer(spec, None)))
-        except Exception:
-            candidate = None
-        if candidate is not None and _gives(candidate, probes, reference(probes)):
-            other = candidate
+        bare = _loaded(load, _with_normalizer(spec, None))
+        behind = None if bare is None else Prenormalized(tok, bare)
+        if behind is not None and _gives(behind, probes, want):
+            other = behind
     if plain is None and other is None:
         return None
     split = SplitEncoder(plain or other or reference, other or reference, route)
-    return split if _gives(split, probes, reference(probes)) else None
+    return split if _gives(split, probes, want) else None
 
 
 def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
@@ -357,7 +371,7 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
         else:
             if _gives(encode, probes, want):
                 return name, encode
-        split = _split(tok, load, probes, reference)
+        split = _split(tok, load, probes, want)
         if split is not None:
             return f"{name}+split", split
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
