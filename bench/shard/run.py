@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from itertools import chain
 from pathlib import Path
 
@@ -109,17 +110,22 @@ def all_texts(docs_dir: Path) -> list[str]:
     ]
 
 
+def timed_batches(texts: list[str], count: Callable[[list[str]], int]) -> dict[str, float]:
+    """Seconds to pass `texts` to `count` 1,000 at a time, and the tokens it counted."""
+    start = time.perf_counter()
+    tokens = sum(count(texts[i : i + 1000]) for i in range(0, len(texts), 1000))
+    return {"seconds": time.perf_counter() - start, "tokens": tokens}
+
+
 def ceiling(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
     from clozeworks.corpus.vocab.train import load_tokenizer
 
-    texts = all_texts(docs_dir)
     tok = load_tokenizer(tokenizer).tokenizer
-    start = time.perf_counter()
-    tokens = 0
-    for i in range(0, len(texts), 1000):
-        for e in tok.encode_batch_fast(texts[i : i + 1000], add_special_tokens=False):
-            tokens += len(e.ids)
-    return {"seconds": time.perf_counter() - start, "tokens": tokens}
+
+    def count(batch: list[str]) -> int:
+        return sum(len(e.ids) for e in tok.encode_batch_fast(batch, add_special_tokens=False))
+
+    return timed_batches(all_texts(docs_dir), count)
 
 
 def chosen(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
@@ -127,13 +133,8 @@ def chosen(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
     from clozeworks.corpus.vocab.fast import encoder_for
     from clozeworks.corpus.vocab.train import load_tokenizer
 
-    texts = all_texts(docs_dir)
     encode = encoder_for(load_tokenizer(tokenizer).tokenizer)
-    start = time.perf_counter()
-    tokens = 0
-    for i in range(0, len(texts), 1000):
-        tokens += len(encode(texts[i : i + 1000])[0])
-    return {"seconds": time.perf_counter() - start, "tokens": tokens}
+    return timed_batches(all_texts(docs_dir), lambda batch: len(encode(batch)[0]))
 
 
 def sentences_kept(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
@@ -142,13 +143,8 @@ def sentences_kept(tokenizer: Path, docs_dir: Path) -> dict[str, float]:
     from clozeworks.corpus.shards.tokenize import DocumentEncoder
     from clozeworks.corpus.vocab.train import load_tokenizer
 
-    texts = all_texts(docs_dir)
     encoder = DocumentEncoder(load_tokenizer(tokenizer).tokenizer)
-    start = time.perf_counter()
-    tokens = 0
-    for i in range(0, len(texts), 1000):
-        tokens += len(encoder.encode(texts[i : i + 1000]).ids)
-    return {"seconds": time.perf_counter() - start, "tokens": tokens}
+    return timed_batches(all_texts(docs_dir), lambda batch: len(encoder.encode(batch).ids))
 
 
 def hf_group_texts(tokenizer: Path, docs_dir: Path, block: int, cache: Path) -> dict[str, float]:

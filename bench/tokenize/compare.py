@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.scale.corpus import _roff_text, documents  # noqa: E402
+from bench.corpus import realistic_texts  # noqa: E402
+from bench.scale.corpus import _roff_text  # noqa: E402
 
 SCRIPTS = {"ko": "Hangul", "ja": "Kana/Han", "zh_CN": "Han", "ru": "Cyrillic", "de": "Latin (de)"}
 KINDS = {
@@ -73,14 +74,7 @@ def man_pages(lang: str, limit: int) -> list[str]:
 
 
 def corpus(megabytes: float) -> dict[str, list[str]]:
-    english = []
-    size = 0
-    for text in documents(0):
-        english.append(text)
-        size += len(text.encode())
-        if size >= megabytes * 1e6:
-            break
-    groups = {"English docs": english}
+    groups = {"English docs": realistic_texts(megabytes)}
     for lang, script in SCRIPTS.items():
         groups[script] = man_pages(lang, 200)
     for name, text in EDGES.items():
