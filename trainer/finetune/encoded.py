@@ -10,7 +10,10 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.vocab.fast import encoder_for
+from clozeworks.schemas.errors import BadInputError
 from clozeworks.trainer.finetune.readers import Example
+from clozeworks.trainer.finetune.template import Template, cut_pair, read_template
 
 
 @dataclass
@@ -30,16 +33,61 @@ class Encoded:
 
 def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> Encoded:
     """[CLS] a [SEP] (b [SEP]) as the tokenizer's template makes them, cut to `max_len` by
-    trimming the longer text first (BERT's `_truncate_seq_pair`)."""
-    tok = Tokenizer.from_str(tokenizer.to_str())  # truncation settings stay local
+    trimming the longer text first (BERT's `_truncate_seq_pair`, `tokenizers`'
+    `longest_first`). The pieces come from the fastest exact encoder (template.py)."""
+    labels = np.array([e.label for e in examples], dtype=np.float64)
+    tok = plain_copy(tokenizer)
+    single, pair = read_template(tok, pair=False), read_template(tok, pair=True)
+    pairs = [e.text_b is not None for e in examples]
+    if single is None or (pair is None and any(pairs)):
+        return _encode_with_tokenizers(tok, examples, max_len, labels)
+    texts = [e.text_a for e in examples] + [e.text_b for e in examples if e.text_b is not None]
+    flat, lengths = encoder_for(tok)(texts)
+    starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    pieces = flat.tolist()
+    seconds = iter(range(len(examples), len(texts)))
+    ids, types = [], []
+    truncated = 0
+    for i, is_pair in enumerate(pairs):
+        a = pieces[starts[i] : starts[i + 1]]
+        if is_pair:
+            assert pair is not None
+            j = next(seconds)
+            b = pieces[starts[j] : starts[j + 1]]
+            keep_a, keep_b = cut_pair(len(a), len(b), _room(max_len, pair))
+            truncated += keep_a + keep_b < len(a) + len(b)
+            row = pair.fill(a[:keep_a], b[:keep_b])
+        else:
+            keep = _room(max_len, single)
+            truncated += len(a) > keep
+            row = single.fill(a[:keep])
+        ids.append(row[0])
+        types.append(row[1])
+    return Encoded(ids, types, labels, truncated)
+
+
+def plain_copy(tokenizer: Tokenizer) -> Tokenizer:
+    """A copy without truncation or padding, so the caller's settings stay its own."""
+    tok = Tokenizer.from_str(tokenizer.to_str())
+    tok.no_truncation()
     tok.no_padding()
+    return tok
+
+
+def _room(max_len: int, template: Template) -> int:
+    room = max_len - template.added
+    if room < 0:
+        raise BadInputError(
+            f"max_seq_len {max_len} leaves no room beside {template.added} special tokens"
+        )
+    return room
+
+
+def _encode_with_tokenizers(
+    tok: Tokenizer, examples: Sequence[Example], max_len: int, labels: np.ndarray
+) -> Encoded:
     tok.enable_truncation(max_len, strategy="longest_first")
     inputs: list[Any] = [e.text_a if e.text_b is None else (e.text_a, e.text_b) for e in examples]
     out = tok.encode_batch(inputs)
     truncated = sum(bool(e.overflowing) for e in out)
-    return Encoded(
-        [e.ids for e in out],
-        [e.type_ids for e in out],
-        np.array([e.label for e in examples], dtype=np.float64),
-        truncated,
-    )
+    return Encoded([e.ids for e in out], [e.type_ids for e in out], labels, truncated)

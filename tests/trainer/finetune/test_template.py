@@ -1,0 +1,117 @@
+"""Fine-tuning inputs from the fastest exact encoder (issue 39, item 1): for every
+vocabulary kind, sentence, pair and token-task inputs built from its pieces and the
+template read off the post-processor are `Tokenizer.encode_batch`'s, id for id, with the
+same token types, word ids and cut counts, on real documents in nine scripts."""
+
+from __future__ import annotations
+
+import pytest
+from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
+
+from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from clozeworks.trainer.finetune import encoded, tokens
+from clozeworks.trainer.finetune.readers import Example
+from clozeworks.trainer.finetune.template import (
+    TEXT_A,
+    TEXT_B,
+    Template,
+    cut_pair,
+    read_template,
+)
+from tests.corpus.text import real_documents
+
+DOCUMENTS = [text for _, _, text in real_documents.files()]
+EDGES = [
+    "Deploy 🚀 done ✅ 👩‍💻 🇰🇷🇯🇵 👍🏽",
+    "tab\there\x00nul\x07bell\x1b[31mred\r\nCRLF\x0bVT\u200bZWSP\ufeffBOM",
+    "",
+    " ",
+    "The [CLS] token and [SEP], <s> and </s> and <mask> written as text.",
+    "DEL\x7fin a word, ÉCOLE [MASK] été, Ｆｕｌｌ ｗｉｄｔｈ",
+]
+KINDS = {
+    "wordpiece": {"kind": "wordpiece"},
+    "wordpiece-cased": {"kind": "wordpiece", "cased": True},
+    "bpe": {"kind": "bpe"},
+    "unigram": {"kind": "unigram"},
+}
+LENGTHS = (8, 13, 64, 512)
+
+
+@pytest.fixture(scope="module", params=list(KINDS))
+def tokenizer(request) -> Tokenizer:
+    return train_tokenizer(DOCUMENTS, VocabConfig(vocab_size=2000, **KINDS[request.param]))
+
+
+def _lines() -> list[str]:
+    lines = [line for text in DOCUMENTS for line in text.splitlines() if line.strip()]
+    return lines + EDGES + ["x" * 3000, " ".join(lines[:40])]
+
+
+def test_templates_are_read_off_the_post_processor(tokenizer) -> None:
+    single, pair = read_template(tokenizer, False), read_template(tokenizer, True)
+    assert single is not None and pair is not None
+    assert TEXT_A in single.parts and TEXT_B not in single.parts
+    assert pair.parts.index(TEXT_A) < pair.parts.index(TEXT_B)
+    assert single.added == tokenizer.num_special_tokens_to_add(False)
+    assert pair.added == tokenizer.num_special_tokens_to_add(True)
+
+
+def test_sentence_and_pair_inputs_are_encode_batchs(tokenizer) -> None:
+    lines = _lines()
+    examples = [
+        Example(a, None if i % 3 == 0 else lines[(i * 7 + 1) % len(lines)], float(i % 2), i)
+        for i, a in enumerate(lines)
+    ]
+    for max_len in LENGTHS:
+        got = encoded.encode(tokenizer, examples, max_len)
+        tok = encoded.plain_copy(tokenizer)
+        want = encoded._encode_with_tokenizers(tok, examples, max_len, got.labels)
+        assert got.ids == want.ids, max_len
+        assert got.types == want.types, max_len
+        assert got.truncated == want.truncated > 0, max_len
+    assert tokenizer.truncation is None  # the caller's tokenizer is left as it was
+
+
+def test_token_task_inputs_are_encode_batchs(tokenizer) -> None:
+    words = [w for line in _lines() for w in line.split()] + ["\x7f", "\u200b", "é"]
+    sentences = [
+        tokens.Sentence(words[i : i + n], [j % 5 for j in range(n)], i)
+        for i, n in zip(range(0, len(words), 37), [1, 5, 30, 80, 200] * 1000, strict=False)
+    ]
+    sentences = [s for s in sentences if s.words]
+    for max_len in LENGTHS:
+        got = tokens.encode_sentences(tokenizer, sentences, max_len)
+        want = tokens._encode_with_tokenizers(encoded.plain_copy(tokenizer), sentences, max_len)
+        for field in ("ids", "types", "piece_labels", "first_pieces", "truncated"):
+            assert getattr(got, field) == getattr(want, field), (field, max_len)
+
+
+def test_longest_first_cuts_the_longer_text_then_both_halves() -> None:
+    assert cut_pair(3, 4, 10) == (3, 4)
+    assert cut_pair(3, 20, 10) == (3, 7)
+    assert cut_pair(20, 3, 10) == (7, 3)
+    assert cut_pair(20, 30, 11) == (5, 6)
+    assert cut_pair(30, 20, 11) == (6, 5)
+    assert cut_pair(20, 20, 11) == (5, 6)
+
+
+def test_what_no_template_shows_is_left_to_tokenizers() -> None:
+    """Without a pair template `tokenizers` puts the texts side by side, which is a
+    template too; a normalizer that empties every text shows none, and `tokenizers`
+    encodes."""
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3, "b": 4}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
+    assert read_template(tok, True) == Template((TEXT_A, TEXT_B), (0, 1))
+    examples = [Example("a b", "b a c", 0.0, 1), Example("b", None, 1.0, 2)]
+    for normalizer in (None, normalizers.Replace(Regex("."), "")):
+        tok.normalizer = normalizer
+        got = encoded.encode(tok, examples, 8)
+        want = encoded._encode_with_tokenizers(encoded.plain_copy(tok), examples, 8, got.labels)
+        assert got.ids == want.ids and got.types == want.types
+    assert read_template(tok, False) is None
+    assert got.ids == [[], [1, 2]]

@@ -1,0 +1,101 @@
+"""Fine-tuning inputs from the fastest exact encoder (issue 39): the texts' pieces come
+from corpus/vocab/fast.py, and the special tokens around them from a template read off
+the tokenizer's own post-processor, cut as `tokenizers`' `longest_first` cuts. The ids,
+token types and cut counts are `Tokenizer.encode_batch`'s (tests/trainer/finetune/
+test_template.py); a post-processor whose output is not such a template is left to
+`tokenizers` (`read_template` gives None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tokenizers import Tokenizer
+
+# In `Template.parts`: where the first and the second text go; other entries are ids.
+TEXT_A, TEXT_B = -1, -2
+# Probes to read a template from: several pieces each, so a type change inside a text shows.
+_PROBES = (("a b c", "d e f"), ("The end.", "Yes, it is."))
+
+
+@dataclass(frozen=True)
+class Template:
+    """What the post-processor makes of one text (or a pair): special token ids and the
+    texts' places, each with its token type."""
+
+    parts: tuple[int, ...]
+    types: tuple[int, ...]
+
+    @property
+    def added(self) -> int:
+        return sum(p >= 0 for p in self.parts)
+
+    def fill(self, a: Sequence[int], b: Sequence[int] = ()) -> tuple[list[int], list[int]]:
+        """(ids, token types) with `a` and `b` in their places."""
+        ids: list[int] = []
+        types: list[int] = []
+        for part, kind in zip(self.parts, self.types, strict=True):
+            text = a if part == TEXT_A else b if part == TEXT_B else None
+            if text is None:
+                ids.append(part)
+                types.append(kind)
+            else:
+                ids.extend(text)
+                types.extend([kind] * len(text))
+        return ids, types
+
+
+def _read(tok: Tokenizer, a: str, b: str | None) -> Template | None:
+    enc = tok.encode(a, b)
+    parts: list[int] = []
+    types: list[int] = []
+    previous = None
+    for sequence, kind, piece in zip(enc.sequence_ids, enc.type_ids, enc.ids, strict=True):
+        if sequence is None:
+            parts.append(piece)
+            types.append(kind)
+        elif sequence != previous:
+            parts.append(TEXT_A if sequence == 0 else TEXT_B)
+            types.append(kind)
+        elif kind != types[-1]:
+            return None  # token types change inside a text
+        previous = sequence
+    return Template(tuple(parts), tuple(types))
+
+
+def read_template(tok: Tokenizer, pair: bool) -> Template | None:
+    """The template `tok`'s post-processor follows, if its output on every probe is the
+    probe's pieces put in one; `tok` must neither truncate nor pad."""
+    found = None
+    for a, b in _PROBES:
+        second = b if pair else None
+        try:
+            template = _read(tok, a, second)
+        except Exception:  # `tokenizers` raises bare Exceptions (no pair template, say)
+            return None
+        pieces = [tok.encode(t, add_special_tokens=False).ids for t in (a, b)]
+        if template is None or found not in (None, template):
+            return None
+        if TEXT_A not in template.parts or (pair and TEXT_B not in template.parts):
+            return None
+        enc = tok.encode(a, second)
+        if template.fill(*pieces[: 1 + pair]) != (enc.ids, enc.type_ids):
+            return None
+        found = template
+    return found
+
+
+def cut_pair(n_a: int, n_b: int, room: int) -> tuple[int, int]:
+    """How many pieces of each text `tokenizers`' `longest_first` keeps when `room` pieces
+    are left beside the special tokens: the longer text is cut first, and when both must
+    be cut each keeps half (the longer one, or else the second, one more when `room` is
+    odd)."""
+    if n_a + n_b <= room:
+        return n_a, n_b
+    short, long = sorted((n_a, n_b))
+    long = short if short > room else max(short, room - short)
+    if short + long > room:
+        short = room // 2
+        long = short + room % 2
+    return (long, short) if n_a > n_b else (short, long)
