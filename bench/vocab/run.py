@@ -97,13 +97,14 @@ def child_peer(docs: str, out: str, kind: str, vocab_size: int | None, sample: i
     import pyarrow.parquet as pq
     from tokenizers import pre_tokenizers, trainers
 
-    from clozeworks.corpus.vocab.sample import plan_rates
+    from clozeworks.corpus.vocab.sample import SampleSettings
     from clozeworks.corpus.vocab.train import VocabConfig, untrained_tokenizer
     from clozeworks.pipelines.vocab import store_totals
     from clozeworks.schemas.special_tokens import special_tokens_for
 
     config = VocabConfig(kind=kind, vocab_size=vocab_size)
-    rates = plan_rates(*store_totals(docs), seed=0, sample_bytes=sample or None)
+    # The settings ours gets (child_ours), so both draw the same sample.
+    rates = SampleSettings(sample_bytes=sample or None).rates(*store_totals(docs))
     texts: list[str] = []
     for part in sorted(Path(docs).glob("*.parquet")):
         table = pq.read_table(part, columns=["id", "text"])
