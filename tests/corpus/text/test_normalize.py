@@ -24,6 +24,32 @@ def test_normalize_is_idempotent(text: str) -> None:
     assert normalize_text(once) == once
 
 
+def _normalized_until_issue_39(text: str, form: str) -> str:
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize(form, text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = re.sub("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]", "", text)
+    text = "\n".join(" ".join(line.split()) for line in text.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+# ASCII (every control among it) and the whitespace and marks where the ASCII path could
+# go wrong, so that both of normalize_text's ways are drawn often.
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from(" \n\n\r\t\x0b\x0c\x1c\x85\xa0\u2028\u3000\ufeff\u0301é"),
+    ),
+    max_size=40,
+)
+
+
+@given(_MIXED, st.sampled_from(["NFC", "NFKC"]))
+def test_normalize_gives_what_it_gave_before_its_ascii_way(text: str, form: str) -> None:
+    assert normalize_text(text, form) == _normalized_until_issue_39(text, form)
+
+
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
 def test_exact_key_collapses_what_the_regex_it_replaced_did(text: str) -> None:
     import hashlib
