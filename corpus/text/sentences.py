@@ -15,7 +15,9 @@ taken only where the original text has whitespace on one side of it, so an ident
 as `os.path` or `self._rescale` is never cut in the middle, and since the slices cover the
 text end to end, the sentences hold every word of it, in order, none glued to another.
 Chinese and Japanese put no space between sentences: there a cut is also taken right after
-full-width closing punctuation (。！？」), which no identifier holds.
+full-width closing punctuation (。！？」), which no identifier holds. Where the pieces tile
+the text (most texts), the cuts are read off the pieces' edges instead (`cut_tiled`, the
+same sentences without a search per piece).
 """
 
 from __future__ import annotations
@@ -34,7 +36,30 @@ def split_sentences(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     `language` is an ISO 639 code; languages sentencex does not know fall back to its
     generic rules.
     """
-    return cut_at(text, piece_starts(text, sentencex.segment(language, text)))
+    pieces = sentencex.segment(language, text)
+    if "".join(pieces) == text:  # most texts: the pieces tile it, none found by search
+        return cut_tiled(pieces)
+    return cut_at(text, piece_starts(text, pieces))
+
+
+def cut_tiled(pieces: list[str]) -> list[str]:
+    """`cut_at(text, piece_starts(text, pieces))` for pieces that tile `text`: a boundary
+    between two pieces is taken where either side of it is whitespace or the first ends
+    in full-width closing punctuation."""
+    pieces = [p for p in pieces if p]
+    out = []
+    start = 0
+    for i in range(1, len(pieces)):
+        last = pieces[i - 1][-1]
+        if last.isspace() or pieces[i][0].isspace() or _closes_wide(last):
+            sentence = "".join(pieces[start:i]).strip()
+            if sentence:
+                out.append(sentence)
+            start = i
+    last_sentence = "".join(pieces[start:]).strip()
+    if last_sentence:
+        out.append(last_sentence)
+    return out
 
 
 def piece_starts(text: str, pieces: list[str]) -> list[int]:

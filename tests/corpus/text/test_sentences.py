@@ -7,7 +7,7 @@ import sentencex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clozeworks.corpus.text.sentences import cut_at, piece_starts, split_sentences
+from clozeworks.corpus.text.sentences import cut_at, cut_tiled, piece_starts, split_sentences
 from tests.corpus.text import real_documents
 
 
@@ -143,3 +143,29 @@ def test_pieces_with_their_whitespace_dropped_are_found(parts, data) -> None:
     assert len(starts) == len(pieces)
     assert all(text.startswith(p, s) for p, s in zip(pieces, starts, strict=True))
     assert _words_kept(text, cut_at(text, starts))
+
+
+def _cut_by_search(text: str, language: str = "en") -> list[str]:
+    return cut_at(text, piece_starts(text, sentencex.segment(language, text)))
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "text"), _DOCUMENTS, ids=[name for name, _, _ in _DOCUMENTS]
+)
+def test_tiled_pieces_cut_as_found_ones(name: str, language: str, text: str) -> None:
+    """Where the pieces tile the text, cutting them directly gives what locating each
+    piece and cutting the text there gives."""
+    pieces = sentencex.segment(language, text)
+    if "".join(pieces) == text:
+        assert cut_tiled(pieces) == _cut_by_search(text, language), name
+    assert split_sentences(text, language) == _cut_by_search(text, language), name
+
+
+@given(
+    st.lists(st.text(alphabet=_ALPHABET, max_size=12), max_size=30),
+    st.sampled_from(["en", "ja", "zh"]),
+)
+def test_any_tiling_cuts_as_the_search_does(pieces: list[str], language: str) -> None:
+    text = "".join(pieces)
+    assert cut_tiled(pieces) == cut_at(text, piece_starts(text, pieces))
+    assert split_sentences(text, language) == _cut_by_search(text, language)
