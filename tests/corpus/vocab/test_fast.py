@@ -97,6 +97,14 @@ def test_texts_with_control_characters_are_told_apart() -> None:
     assert fast.is_plain("tab\tline\n") and not fast.is_plain("é") and not fast.is_plain("\x7f")
 
 
+def test_routes_say_what_each_route_says() -> None:
+    texts = [t for d in DOCUMENTS for t in d.splitlines()] + EDGES + ["a\x7fb", "\x0b", "", "é"]
+    for route in (fast.is_plain, fast.has_no_controls):
+        for batch in (texts, [t for t in texts if t.isascii() and fast.is_plain(t)]):
+            assert fast.routes(batch, route).tolist() == list(map(route, batch)), route
+    assert fast.routes([], fast.is_plain).tolist() == []
+
+
 def test_plain_and_other_texts_come_back_in_order() -> None:
     def tagged(tag):
         def encode(texts):
