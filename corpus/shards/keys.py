@@ -11,6 +11,7 @@ sequence.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 
@@ -46,11 +47,28 @@ def derive(keys: np.ndarray, *fields: int | np.ndarray) -> np.ndarray:
     against `keys`): as uniform and as unlikely to collide as fresh random keys."""
     h = np.atleast_1d(np.asarray(keys, dtype=np.uint64))
     for field in fields:
+        if isinstance(field, (int, np.integer)):
+            h = mix(h ^ np.uint64(_mixed_field(int(field))))
+            continue
         f = np.atleast_1d(np.asarray(field))
         if f.dtype != np.uint64:
             f = f.astype(np.int64).astype(np.uint64)  # negative values wrap around
         h = mix(h ^ mix(f + _GOLDEN))
     return h
+
+
+_MASK = (1 << 64) - 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _mixed_field(field: int) -> int:
+    """`mix(field + _GOLDEN)` of one int field, in Python ints: sentence pairs derive keys
+    from a step number hundreds of times per batch, and nine numpy calls on a one-element
+    array cost more than the rest of a step's arithmetic."""
+    x = (field + int(_GOLDEN)) & _MASK  # negative fields wrap around, as in int64 -> uint64
+    x = ((x ^ (x >> 30)) * int(_MUL1)) & _MASK
+    x = ((x ^ (x >> 27)) * int(_MUL2)) & _MASK
+    return x ^ (x >> 31)
 
 
 def uniform(keys: np.ndarray) -> np.ndarray:

@@ -161,8 +161,11 @@ def make_pairs(
     doc = np.flatnonzero(np.diff(doc_pieces) > 0)  # documents with pieces left
     piece = doc_pieces[doc]  # each one's next piece
     found: list[PairSpans] = []
+    # derive(keys, _PAIRS, copy, step) is derive(derive(keys, _PAIRS, copy), step): the
+    # first two fields once for the batch, not once per step.
+    pair_keys = rk.derive(keys, _PAIRS, copy)
     # BERT draws the target length once per document, before its first chunk.
-    first = _Draws(rk.derive(keys[doc], _PAIRS, copy, 0))
+    first = _Draws(rk.derive(pair_keys[doc], 0))
     targets = np.zeros(len(keys), dtype=np.int64)
     targets[doc] = np.where(
         first.uniform(_SHORT) < short_seq_prob,
@@ -171,7 +174,7 @@ def make_pairs(
     )
     step = 0
     while len(doc):
-        draws = _Draws(rk.derive(keys[doc], _PAIRS, copy, step))
+        draws = _Draws(rk.derive(pair_keys[doc], step))
         end = doc_pieces[doc + 1]
         target = targets[doc]
         # the chunk: pieces up to the first that reaches the target, or the document's last

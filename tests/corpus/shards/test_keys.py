@@ -35,6 +35,11 @@ def test_derived_keys_are_uniform_distinct_and_depend_on_every_field() -> None:
     assert len({int(derive(one, a, b)[0]) for a in range(3) for b in range(3)}) == 9
     assert derive(one, 1, 2)[0] != derive(one, 2, 1)[0]
     assert derive(docs, 5).tolist() == derive(docs, np.full(len(docs), 5)).tolist()
+    # int fields take a Python-int path; arrays of the same values give the same keys
+    for field in (-1, -(2**40), 2**62, 2**63 + 5, np.int64(7)):
+        array = np.full(len(docs), field, dtype=np.uint64 if field >= 2**63 else np.int64)
+        assert derive(docs, field).tolist() == derive(docs, array).tolist(), field
+    assert derive(derive(docs, 4, 2), 9).tolist() == derive(docs, 4, 2, 9).tolist()
 
 
 def test_uniform_below_and_coin_flips() -> None:
