@@ -12,9 +12,13 @@ So each candidate is tried two ways, fastest first:
 - split (`SplitEncoder`): texts without control characters (`has_no_controls`) go to it
   reading the file with its normalizer less the steps that are the identity on ASCII
   (Unicode's normalization forms, accent stripping); where there were such steps, only
-  texts of printable ASCII (`is_plain`). Every other text goes through `tokenizers`' own
-  normalizer first, in this process, and then to the candidate reading the file without
-  a normalizer (`Prenormalized`), or to `tokenizers` where that does not give its ids.
+  texts of printable ASCII (`is_plain`). There, texts made of ASCII and of characters
+  on which the candidate reading the whole file agrees with `tokenizers`, one by one
+  (`agreeing_characters`: the vocabulary's alphabet, Latin-1 and Latin Extended, general
+  punctuation and currency signs), go to it whole (`CharacterRoute`). Every other text
+  goes through `tokenizers`' own normalizer first, in this process, and then to the
+  candidate reading the file without a normalizer (`Prenormalized`), or to `tokenizers`
+  where that does not give its ids.
 A way is taken only if it gives every id `tokenizers` gives on `PROBES` (text in a dozen
 scripts, emoji sequences, control characters, a long word, special tokens written in the
 text), on every control, format and space character, and on every character of the
@@ -234,6 +238,64 @@ class SplitEncoder:
         return _interleave(in_plain, first, second)
 
 
+# Tried beside the vocabulary's own characters: Latin-1, Latin Extended-A and -B, general
+# punctuation and currency signs (what English documents hold beyond ASCII: ©, é, ’, —).
+_COMMON_BLOCKS = (range(0xA0, 0x250), range(0x2000, 0x2070), range(0x20A0, 0x20D0))
+# Texts of this many characters' contexts are compared at once; a group that differs is
+# compared character by character.
+_GROUP = 64
+
+
+def _contexts(char: str) -> str:
+    """A character alone, inside a word, inside a capitalized word, and doubled."""
+    return f"a{char}b {char} A{char}B {char}{char}"
+
+
+def agreeing_characters(candidate: FlatEncode, reference: FlatEncode, chars: Sequence[str]) -> str:
+    """Those of `chars` where `candidate` gives `reference`'s ids in every `_contexts`.
+    Marks, controls, spaces and Hangul's conjoining letters are never taken: they combine
+    with the character before them, so one character's agreement says nothing of them."""
+    chars = [
+        c
+        for c in dict.fromkeys(chars)
+        if unicodedata.category(c)[0] not in "CMZ" and not 0x1100 <= ord(c) <= 0x11FF
+    ]
+    groups = [chars[i : i + _GROUP] for i in range(0, len(chars), _GROUP)]
+    texts = [" ".join(map(_contexts, g)) for g in groups]
+    same = _same_per_text(candidate, reference, texts)
+    out = [c for g, ok in zip(groups, same, strict=True) if ok for c in g]
+    doubtful = [c for g, ok in zip(groups, same, strict=True) if not ok for c in g]
+    if doubtful:
+        ok_each = _same_per_text(candidate, reference, [_contexts(c) for c in doubtful])
+        out += [c for c, ok in zip(doubtful, ok_each, strict=True) if ok]
+    return "".join(sorted(out))
+
+
+def _same_per_text(a: FlatEncode, b: FlatEncode, texts: list[str]) -> list[bool]:
+    try:
+        (a_ids, a_len), (b_ids, b_len) = a(texts), b(texts)
+    except Exception:  # a candidate that fails here agrees on nothing
+        return [False] * len(texts)
+    a_at, b_at = np.cumsum(a_len) - a_len, np.cumsum(b_len) - b_len
+    return [
+        bool(n == m and np.array_equal(a_ids[i : i + n], b_ids[j : j + m]))
+        for i, n, j, m in zip(
+            a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True
+        )
+    ]
+
+
+class CharacterRoute:
+    """True for texts of printable ASCII, tabs, line ends and `chars` only."""
+
+    def __init__(self, chars: str) -> None:
+        self.chars = chars
+        self.other = re.compile(f"[^\\t\\n\\r\\x20-\\x7e{re.escape(chars)}]")
+
+    def __call__(self, text: str) -> bool:
+        return self.other.search(text) is None
+
+
 def _tokie(spec: str) -> FlatEncode:
     import tokie
 
@@ -351,12 +413,14 @@ def _split(
     load: Callable[[str], FlatEncode],
     probes: list[str],
     want: tuple[np.ndarray, np.ndarray],
+    alphabet: str,
 ) -> FlatEncode | None:
     """The candidate where it gives every id (`want`: `tokenizers`' on `probes`). Texts
     without control characters go to it reading the tokenizer.json with its normalizer less
     the steps that leave ASCII as it is; where there were such steps, only plain ASCII
-    texts. The others go to it behind `tokenizers`' normalizer, or else to `tokenizers`.
-    None if the candidate takes none."""
+    texts, and texts of ASCII and characters it agrees on (of `alphabet` and
+    `_COMMON_BLOCKS`) to it reading the whole file. The others go to it behind
+    `tokenizers`' normalizer, or else to `tokenizers`. None if the candidate takes none."""
     spec = tok.to_str()
     reference = tokenizers_encoder(tok)
     normalizer = json.loads(spec)["normalizer"]
@@ -372,10 +436,27 @@ def _split(
         behind = None if bare is None else Prenormalized(tok, bare)
         if behind is not None and _gives(behind, probes, want):
             other = behind
+    checks = list(probes)
+    whole = _loaded(load, spec) if route is is_plain else None
+    if whole is not None:
+        common = "".join(map(chr, itertools.chain(*_COMMON_BLOCKS)))
+        chars = agreeing_characters(whole, reference, alphabet + common)
+        if chars:
+            other = SplitEncoder(whole, other or reference, CharacterRoute(chars))
+            # the agreeing characters run together, and a letter in words about as long
+            # as WordPiece's longest (100 characters)
+            checks += [chars[i : i + 300] for i in range(0, len(chars), 300)]
+            checks += [" ".join(chars[i : i + 40] for i in range(0, len(chars), 40))]
+            letter = next((c for c in chars if unicodedata.category(c)[0] == "L"), "")
+            checks += [letter * n for n in (99, 100, 101, 200) if letter]
     if plain is None and other is None:
         return None
     split = SplitEncoder(plain or other or reference, other or reference, route)
-    return split if _gives(split, probes, want) else None
+    extra = checks[len(probes) :]
+    if extra:
+        ids, lengths = reference(extra)
+        want = (np.concatenate([want[0], ids]), np.concatenate([want[1], lengths]))
+    return split if _gives(split, checks, want) else None
 
 
 def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
@@ -386,7 +467,8 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
     if os.environ.get(ENCODER_VARIABLE) == "tokenizers":
         return "tokenizers", reference
     spec = tok.to_str()
-    probes = [*PROBES, *control_probes(), *alphabet_probes(tok)]
+    alphabet = alphabet_probes(tok)
+    probes = [*PROBES, *control_probes(), *alphabet]
     want = reference(probes)
     unreadable = []
     for name, load in CANDIDATES.items():
@@ -399,7 +481,7 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
         else:
             if _gives(encode, probes, want):
                 return name, encode
-        split = _split(tok, load, probes, want)
+        split = _split(tok, load, probes, want, "".join(alphabet).replace(" ", ""))
         if split is not None:
             return f"{name}+split", split
     # Differing ids is what the probes are for and needs no word; a candidate that cannot

@@ -105,6 +105,26 @@ def test_routes_say_what_each_route_says() -> None:
     assert fast.routes([], fast.is_plain).tolist() == []
 
 
+def test_characters_are_taken_where_the_candidate_agrees_alone() -> None:
+    tok = train_tokenizer(DOCUMENTS, VocabConfig(vocab_size=1500, kind="wordpiece"))
+    reference = fast.tokenizers_encoder(tok)
+
+    def wrong_on_e_acute(texts):
+        out = [reference([t]) for t in texts]
+        ids = [i + ("é" in t) for t, (i, _) in zip(texts, out, strict=True)]
+        return np.concatenate(ids), np.concatenate([n for _, n in out])
+
+    # marks, format characters and conjoining jamo combine with their neighbours: never
+    chars = fast.agreeing_characters(wrong_on_e_acute, reference, "aé©’\u0301\u200b가ᄀ" * 40)
+    assert chars == "a©’가"
+    route = fast.CharacterRoute(chars)
+    assert route("a © ’ 가\t\n") and not route("é") and not route("a\x7f")
+    name, encode = fast.fast_encoder(tok)
+    if name == "tokie+split":  # what uncased WordPiece reads through tokie whole
+        taken = encode.other.route.chars
+        assert "©" in taken and "’" in taken and "≠" not in taken  # tokie strips its overlay
+
+
 def test_plain_and_other_texts_come_back_in_order() -> None:
     def tagged(tag):
         def encode(texts):
