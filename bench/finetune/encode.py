@@ -16,6 +16,7 @@ types and cut counts is checked on every run.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -55,9 +56,7 @@ def main() -> None:
     texts = realistic_texts(args.megabytes)
     tok = train_tokenizer(texts, VocabConfig(vocab_size=16000, kind=args.kind))
     paragraphs = [p for t in texts for p in t.split("\n\n") if p.strip()]
-    examples = [
-        Example(a, b, 0.0, i) for i, (a, b) in enumerate(zip(paragraphs, paragraphs[1:]))
-    ]
+    examples = [Example(a, b, 0.0, i) for i, (a, b) in enumerate(itertools.pairwise(paragraphs))]
     words = [w for p in paragraphs for w in p.split()]
     sentences = [
         tokens.Sentence(words[i : i + 40], [0] * len(words[i : i + 40]), i)
