@@ -59,6 +59,15 @@ def test_exact_key_collapses_what_the_regex_it_replaced_did(text: str) -> None:
     assert exact_key(text) == hashlib.sha1(before.encode("utf-8")).hexdigest()
 
 
+@given(st.text(alphabet=st.sampled_from("aB. \n\n\t\r\x0b\x0c\x1c\x1fé"), max_size=30))
+def test_exact_key_of_ascii_text_is_the_general_ways(text: str) -> None:
+    import hashlib
+
+    for t in (text, normalize_text(text)):  # the shape `clean` writes, and any other
+        general = " ".join(t.casefold().split())
+        assert exact_key(t) == hashlib.sha1(general.encode("utf-8")).hexdigest()
+
+
 def test_exact_key_ignores_case_and_spacing() -> None:
     assert exact_key("Hello  World\n") == exact_key("hello world")
     assert exact_key("hello world") != exact_key("hello, world")
