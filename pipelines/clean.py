@@ -41,7 +41,7 @@ from clozeworks.corpus.text.readers import (
 )
 from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR, ExtractorName
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
-from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.counters import counter, utf8_bytes
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
@@ -186,7 +186,7 @@ class _CleanDocument(beam.DoFn):
             yield beam.pvalue.TaggedOutput(DROPPED, ("empty_after_filters", doc))
             return
         self.kept.inc()
-        self.bytes_out.inc(len(final.encode("utf-8")))
+        self.bytes_out.inc(utf8_bytes(final))
         yield to_row(RawDocument(doc.id, final, doc.source, doc.meta))
 
 

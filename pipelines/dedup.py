@@ -32,7 +32,7 @@ from clozeworks.corpus.outputs import check_apart
 from clozeworks.pipelines.components import ConnectedComponents
 from clozeworks.pipelines.near_dedup import CandidateEdges, ExactEdges, NearSettings, VerifyPairs
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
-from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.counters import counter, utf8_bytes
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
@@ -145,9 +145,14 @@ class DedupConfig(DedupSettings):
 # --- applying the clusters to the documents -------------------------------------------------
 
 
+# Counted once per document, so looked up once per process.
+_DOCUMENTS_IN, _BYTES_IN = counter("documents_in"), counter("bytes_in")
+_DOCUMENTS_OUT, _BYTES_OUT = counter("documents_out"), counter("bytes_out")
+
+
 def _count_in(row: dict[str, Any]) -> dict[str, Any]:
-    counter("documents_in").inc()
-    counter("bytes_in").inc(len(row["text"].encode("utf-8")))
+    _DOCUMENTS_IN.inc()
+    _BYTES_IN.inc(utf8_bytes(row["text"]))
     return row
 
 
@@ -324,8 +329,8 @@ class LineDedup(beam.PTransform):
 
 
 def _count_out(row: dict[str, Any]) -> dict[str, Any]:
-    counter("documents_out").inc()
-    counter("bytes_out").inc(len(row["text"].encode("utf-8")))
+    _DOCUMENTS_OUT.inc()
+    _BYTES_OUT.inc(utf8_bytes(row["text"]))
     return row
 
 

@@ -44,7 +44,7 @@ from clozeworks.corpus.text.readers import (
 )
 from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
-from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.counters import counter, utf8_bytes
 from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
@@ -302,7 +302,7 @@ class _ReadRecords(FileSystemsDoFn):
                     counter(f"dropped.{record.reason}").inc()
                     yield beam.pvalue.TaggedOutput(REJECTED, record)
                 else:
-                    self.bytes_in.inc(len(record.text.encode("utf-8")))
+                    self.bytes_in.inc(utf8_bytes(record.text))
                     if record.meta != "{}":
                         for name in json.loads(record.meta):
                             counter(META_FOUND + name).inc()

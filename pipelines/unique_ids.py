@@ -17,7 +17,7 @@ import apache_beam as beam
 from apache_beam.coders import FastPrimitivesCoder, StrUtf8Coder
 
 from clozeworks.corpus.text.readers import RawDocument
-from clozeworks.pipelines.plumbing.counters import counter
+from clozeworks.pipelines.plumbing.counters import counter, utf8_bytes
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 
 DROPPED = "dropped"
@@ -50,7 +50,7 @@ class _KeepOne(beam.DoFn):
             self.dropped.inc()
             if self.counted_out:
                 self.kept.dec()
-                self.bytes_out.dec(len(row["text"].encode("utf-8")))
+                self.bytes_out.dec(utf8_bytes(row["text"]))
             doc = RawDocument(row["id"], row["text"], row["source"], row["meta"])
             yield beam.pvalue.TaggedOutput(DROPPED, (REASON, doc))
 

@@ -22,6 +22,12 @@ def runner_counter(name: str) -> Any:
     return Metrics.counter(RUNNER_NAMESPACE, name)
 
 
+def utf8_bytes(text: str) -> int:
+    """`len(text.encode("utf-8"))` without encoding an ASCII text (most documents), for
+    the byte counters every stage keeps per document."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def read_counters(result: Any) -> dict[str, int]:
     """Committed counter values of a finished pipeline, summed over steps, by name."""
     totals: dict[str, int] = {}
