@@ -19,6 +19,7 @@ from clozeworks.trainer.finetune.template import (
     read_template,
 )
 from tests.corpus.text import real_documents
+from tests.corpus.vocab.test_fast import KINDS  # every kind, T5's sentinels among them
 
 DOCUMENTS = [text for _, _, text in real_documents.files()]
 EDGES = [
@@ -29,12 +30,6 @@ EDGES = [
     "The [CLS] token and [SEP], <s> and </s> and <mask> written as text.",
     "DEL\x7fin a word, ÉCOLE [MASK] été, Ｆｕｌｌ ｗｉｄｔｈ",
 ]
-KINDS = {
-    "wordpiece": {"kind": "wordpiece"},
-    "wordpiece-cased": {"kind": "wordpiece", "cased": True},
-    "bpe": {"kind": "bpe"},
-    "unigram": {"kind": "unigram"},
-}
 LENGTHS = (8, 13, 64, 512)
 
 
