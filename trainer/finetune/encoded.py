@@ -11,9 +11,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from clozeworks.corpus.vocab.fast import encoder_for
-from clozeworks.schemas.errors import BadInputError
 from clozeworks.trainer.finetune.readers import Example
-from clozeworks.trainer.finetune.template import Template, cut_pair, read_template
+from clozeworks.trainer.finetune.template import cut_pair, read_template
 
 
 @dataclass
@@ -54,11 +53,11 @@ def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> E
             assert pair is not None
             j = next(seconds)
             b = pieces[starts[j] : starts[j + 1]]
-            keep_a, keep_b = cut_pair(len(a), len(b), _room(max_len, pair))
+            keep_a, keep_b = cut_pair(len(a), len(b), pair.room(max_len))
             truncated += keep_a + keep_b < len(a) + len(b)
             row = pair.fill(a[:keep_a], b[:keep_b])
         else:
-            keep = _room(max_len, single)
+            keep = single.room(max_len)
             truncated += len(a) > keep
             row = single.fill(a[:keep])
         ids.append(row[0])
@@ -72,15 +71,6 @@ def plain_copy(tokenizer: Tokenizer) -> Tokenizer:
     tok.no_truncation()
     tok.no_padding()
     return tok
-
-
-def _room(max_len: int, template: Template) -> int:
-    room = max_len - template.added
-    if room < 0:
-        raise BadInputError(
-            f"max_seq_len {max_len} leaves no room beside {template.added} special tokens"
-        )
-    return room
 
 
 def _encode_with_tokenizers(

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
+
+from clozeworks.schemas.errors import BadInputError
 
 # In `Template.parts`: where the first and the second text go; other entries are ids.
 TEXT_A, TEXT_B = -1, -2
@@ -31,6 +33,14 @@ class Template:
     def added(self) -> int:
         return sum(p >= 0 for p in self.parts)
 
+    def room(self, max_len: int) -> int:
+        """Pieces of text that fit in `max_len` beside the special tokens."""
+        if max_len < self.added:
+            raise BadInputError(
+                f"max_seq_len {max_len} leaves no room beside {self.added} special tokens"
+            )
+        return max_len - self.added
+
     def fill(self, a: Sequence[int], b: Sequence[int] = ()) -> tuple[list[int], list[int]]:
         """(ids, token types) with `a` and `b` in their places."""
         ids: list[int] = []
@@ -46,8 +56,7 @@ class Template:
         return ids, types
 
 
-def _read(tok: Tokenizer, a: str, b: str | None) -> Template | None:
-    enc = tok.encode(a, b)
+def _read(enc: Encoding) -> Template | None:
     parts: list[int] = []
     types: list[int] = []
     previous = None
@@ -71,15 +80,15 @@ def read_template(tok: Tokenizer, pair: bool) -> Template | None:
     for a, b in _PROBES:
         second = b if pair else None
         try:
-            template = _read(tok, a, second)
+            enc = tok.encode(a, second)
         except Exception:  # `tokenizers` raises bare Exceptions (no pair template, say)
             return None
-        pieces = [tok.encode(t, add_special_tokens=False).ids for t in (a, b)]
+        template = _read(enc)
         if template is None or found not in (None, template):
             return None
         if TEXT_A not in template.parts or (pair and TEXT_B not in template.parts):
             return None
-        enc = tok.encode(a, second)
+        pieces = [tok.encode(t, add_special_tokens=False).ids for t in (a, b)]
         if template.fill(*pieces[: 1 + pair]) != (enc.ids, enc.type_ids):
             return None
         found = template

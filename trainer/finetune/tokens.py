@@ -100,7 +100,7 @@ def encode_sentences(tokenizer: Tokenizer, sentences: Sequence[Sentence], max_le
     flat, lengths = encoder_for(tok)([w for s in sentences for w in s.words])
     pieces = flat.tolist()
     bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()  # each word's pieces
-    room = max_len - template.added
+    room = template.room(max_len)
     rows = []
     first_word = 0
     for sentence in sentences:
