@@ -411,6 +411,7 @@ def _loaded(load: Callable[[str], FlatEncode], spec: str) -> FlatEncode | None:
 def _split(
     tok: Tokenizer,
     load: Callable[[str], FlatEncode],
+    whole: FlatEncode | None,
     probes: list[str],
     want: tuple[np.ndarray, np.ndarray],
     alphabet: str,
@@ -419,7 +420,7 @@ def _split(
     without control characters go to it reading the tokenizer.json with its normalizer less
     the steps that leave ASCII as it is; where there were such steps, only plain ASCII
     texts, and texts of ASCII and characters it agrees on (of `alphabet` and
-    `_COMMON_BLOCKS`) to it reading the whole file. The others go to it behind
+    `_COMMON_BLOCKS`) to `whole`, the candidate reading the whole file. The others go to it behind
     `tokenizers`' normalizer, or else to `tokenizers`. None if the candidate takes none."""
     spec = tok.to_str()
     reference = tokenizers_encoder(tok)
@@ -437,8 +438,7 @@ def _split(
         if behind is not None and _gives(behind, probes, want):
             other = behind
     checks = list(probes)
-    whole = _loaded(load, spec) if route is is_plain else None
-    if whole is not None:
+    if whole is not None and route is is_plain:
         common = "".join(map(chr, itertools.chain(*_COMMON_BLOCKS)))
         chars = agreeing_characters(whole, reference, alphabet + common)
         if chars:
@@ -474,14 +474,15 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
     for name, load in CANDIDATES.items():
         if importlib.util.find_spec(name) is None:
             continue
+        whole: FlatEncode | None = None
         try:
-            encode = load(spec)
+            whole = load(spec)
         except Exception as err:  # a candidate that cannot read this tokenizer.json
             unreadable.append(f"{name} ({str(err).splitlines()[0][:80]})")
         else:
-            if _gives(encode, probes, want):
-                return name, encode
-        split = _split(tok, load, probes, want, "".join(alphabet).replace(" ", ""))
+            if _gives(whole, probes, want):
+                return name, whole
+        split = _split(tok, load, whole, probes, want, "".join(alphabet).replace(" ", ""))
         if split is not None:
             return f"{name}+split", split
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
