@@ -30,7 +30,8 @@ def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lengths)
     total = int(ends[-1]) if len(ends) else 0
     shift = starts - ends + lengths  # each range's start less its place in the output
-    if total < _INT32_LIMIT and (not len(starts) or int(starts.max()) < _INT32_LIMIT):
+    # the last position of a range is its start + length - 1
+    if total < _INT32_LIMIT and int((starts + lengths).max(initial=0)) <= _INT32_LIMIT:
         return np.arange(total, dtype=np.int32) + np.repeat(shift.astype(np.int32), lengths)
     return np.arange(total) + np.repeat(shift, lengths)
 
