@@ -13,14 +13,17 @@ import pytest
 
 from tests.fuzz.targets import TARGETS
 
-pytestmark = pytest.mark.slow
 RUNS = 5000
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_target_survives_its_inputs(target, tmp_path) -> None:
     pytest.importorskip("atheris")
+    found, scratch = tmp_path / "found", tmp_path / "scratch"
+    found.mkdir()
+    scratch.mkdir()
     done = subprocess.run(
         [
             sys.executable,
@@ -29,15 +32,31 @@ def test_a_target_survives_its_inputs(target, tmp_path) -> None:
             target,
             f"-runs={RUNS}",
             "-seed=1",
-            f"-artifact_prefix={tmp_path}/",
+            f"-artifact_prefix={found}/",
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # The seeds and the targets' files go under pytest's directory, not /tmp.
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
     )
     log = done.stderr[-3000:]
     assert done.returncode == 0, log
     assert f"Done {RUNS} runs" in done.stderr, log
-    assert list(tmp_path.iterdir()) == []  # no crash-*, timeout-*, oom-* input written
+    assert list(found.iterdir()) == []  # no crash-*, timeout-*, oom-* input written
+
+
+def test_collecting_the_targets_leaves_nothing_in_the_temp_directory(tmp_path) -> None:
+    """Importing the targets (as pytest's collection does, before any fixture can point the
+    temp directory elsewhere) makes no scratch directory; each test run once left one."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import tests.fuzz.targets"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []

@@ -17,6 +17,7 @@ import lzma
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,13 @@ from clozeworks.trainer.finetune.tasks import load_task
 # A reader may hand back at most this many records per input: the fuzzer's inputs are
 # small, so more means a loop that does not advance.
 MAX_RECORDS = 100_000
-WORK = Path(tempfile.mkdtemp(prefix="cloze-fuzz-"))
+
+
+@cache
+def work() -> Path:
+    """Scratch space of the targets that read a path: made on first use, not at import, so
+    that collecting the tests leaves no directory behind in the system temp."""
+    return Path(tempfile.mkdtemp(prefix="cloze-fuzz-"))
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ def _shard(data: bytes) -> None:
     manifest promises; the size is what the manifest says, so the fuzzer reaches the tar
     and the arrays), and as `inspect --verify` walks it (`iter_blocks`)."""
 
-    path = WORK / "shard-000000.tar"
+    path = work() / "shard-000000.tar"
     path.write_bytes(data)
     spec = ShardSpec("shard-000000.tar", 2, 1, len(data), "", 2, "uint16", 64,
                      frozenset({"tokens", "offsets"}), max_seq_len=32)  # fmt: skip
@@ -149,7 +156,7 @@ def _shard(data: bytes) -> None:
 
 def _shard_seed() -> list[bytes]:
 
-    out = WORK / "seed-shards"
+    out = work() / "seed-shards"
     out.mkdir(exist_ok=True)
     ids = np.arange(1, 40, dtype=np.uint16)
     with ShardWriter(out, 0, "uint16") as writer:
@@ -192,7 +199,7 @@ def _stats_seed() -> list[bytes]:
 
 
 def _in_dir(name: str, data: bytes) -> Path:
-    directory = WORK / name.replace(".", "-")
+    directory = work() / name.replace(".", "-")
     directory.mkdir(exist_ok=True)
     (directory / name).write_bytes(data)
     return directory
@@ -222,7 +229,7 @@ def _vocab_seeds() -> list[bytes]:
 def _committed(data: bytes) -> None:
     """A checkpoint's COMMITTED marker (and state.json, the same bytes) as resume reads
     them: `intact_problem` says what is wrong, and never raises."""
-    step = WORK / "run" / "step-0000001"
+    step = work() / "run" / "step-0000001"
     step.mkdir(parents=True, exist_ok=True)
     for name in FILES:
         (step / name).write_bytes(data)
@@ -236,7 +243,7 @@ def _committed_seeds() -> list[bytes]:
 
 
 def _config(data: bytes) -> None:
-    path = WORK / "config.toml"
+    path = work() / "config.toml"
     path.write_bytes(data)
     load_config_file(path, TrainConfig())
 
