@@ -35,8 +35,10 @@ def _system_temp_in_tmp(tmp_path_factory: pytest.TempPathFactory):
     """What Beam and the libraries put in the system temp (a pipeline built and never run
     leaves Beam's `beam-pipeline-temp*`) goes under pytest's own directory, not /tmp.
     tests/pipelines/test_runner.py checks that our runs leave nothing there."""
+    temp = str(tmp_path_factory.mktemp("system-temp"))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("system-temp")))
+        patch.setattr(tempfile, "tempdir", temp)
+        patch.setenv("TMPDIR", temp)  # and the subprocesses' (torchrun's, Beam's workers')
         yield
 
 
