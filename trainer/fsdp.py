@@ -51,7 +51,24 @@ def full_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
 
     options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return get_state_dict(model, optimizer, options=options)
+    weights, optim = get_state_dict(model, optimizer, options=options)
+    return _owning(weights), optim
+
+
+def _owning(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The gathered weights, each covering its own storage, as safetensors needs to write
+    it: a parameter smaller than the ranks' padded shards (ELECTRA's one-row
+    `rtd.predict.weight` on 2 ranks) comes back as a view into a larger buffer. Such views
+    are copied, once each, so that a tied weight stays one tensor under its two names."""
+    copies: dict[tuple, torch.Tensor] = {}
+    out = {}
+    for name, t in weights.items():
+        if t.untyped_storage().nbytes() == t.numel() * t.element_size():
+            out[name] = t
+        else:
+            key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
+            out[name] = copies.setdefault(key, t.clone())
+    return out
 
 
 def load_full(

@@ -177,3 +177,41 @@ def test_fsdp_trains_resumes_and_matches_ddp(nsp_shards, tmp_path, capsys) -> No
 @pytest.mark.parametrize("family", ["roberta", "albert", "electra"])
 def test_fsdp_matches_ddp_for_every_family(family, nsp_shards, tmp_path) -> None:
     fsdp_against_ddp(family, nsp_shards, tmp_path)
+
+
+class _Tied(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.predict = torch.nn.Linear(3, 1, bias=False)
+        self.embed = torch.nn.Embedding(2, 3)
+        self.decoder = torch.nn.Linear(3, 2, bias=False)
+        self.decoder.weight = self.embed.weight
+
+
+def test_gathered_weights_are_written_whole_and_a_tied_weight_stays_one(tmp_path) -> None:
+    """A gathered parameter smaller than the padded shards is a view into a larger buffer,
+    which safetensors refuses to write; `full_state` hands over owning copies, and a weight
+    under two names (tied) stays one tensor, written once."""
+    from safetensors.torch import load_model, save_model
+
+    from clozeworks.trainer.fsdp import _owning
+
+    buffer = torch.arange(8, dtype=torch.float32)
+    row = buffer[:3].view(1, 3)  # as ELECTRA's one-row rtd.predict.weight came back
+    table = torch.randn(2, 3)
+    gathered = {"predict.weight": row, "embed.weight": table, "decoder.weight": table}
+    for weights, writes in ((gathered, False), (_owning(gathered), True)):
+        with torch.device("meta"):
+            model = _Tied()
+        model.load_state_dict(weights, assign=True)
+        path = tmp_path / f"{writes}.safetensors"
+        if not writes:
+            with pytest.raises(RuntimeError, match="covering the entire storage"):
+                save_model(model, str(path))
+            continue
+        assert model.decoder.weight.data_ptr() == model.embed.weight.data_ptr()
+        save_model(model, str(path))
+        assert len(load_file(path)) == 2  # the tied weight once
+        loaded = _Tied()
+        load_model(loaded, str(path))
+        assert torch.equal(loaded.predict.weight, row) and torch.equal(loaded.decoder.weight, table)
