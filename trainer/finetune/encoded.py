@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 
 from clozeworks.corpus.vocab.fast import encoder_for
 from clozeworks.trainer.finetune.readers import Example
-from clozeworks.trainer.finetune.template import cut_pair, read_template
+from clozeworks.trainer.finetune.template import cut_pair, cuts_as_tokenizers, read_template
 
 
 @dataclass
@@ -36,7 +36,8 @@ def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> E
     `longest_first`). The pieces come from the fastest exact encoder (template.py)."""
     labels = np.array([e.label for e in examples], dtype=np.float64)
     tok = plain_copy(tokenizer)
-    single, pair = read_template(tok, pair=False), read_template(tok, pair=True)
+    single = read_template(tok, pair=False)
+    pair = read_template(tok, pair=True) if cuts_as_tokenizers() else None
     pairs = [e.text_b is not None for e in examples]
     if single is None or (pair is None and any(pairs)):
         return _encode_with_tokenizers(tok, examples, max_len, labels)

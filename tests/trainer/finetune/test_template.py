@@ -10,12 +10,14 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, pr
 
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
 from clozeworks.trainer.finetune import encoded, tokens
+from clozeworks.trainer.finetune import template as template_module
 from clozeworks.trainer.finetune.readers import Example
 from clozeworks.trainer.finetune.template import (
     TEXT_A,
     TEXT_B,
     Template,
     cut_pair,
+    cuts_as_tokenizers,
     read_template,
 )
 from tests.corpus.text import real_documents
@@ -53,6 +55,8 @@ def test_templates_are_read_off_the_post_processor(tokenizer) -> None:
 
 
 def test_sentence_and_pair_inputs_are_encode_batchs(tokenizer) -> None:
+    # Else pairs go to `tokenizers` and this compares it with itself.
+    assert cuts_as_tokenizers(), "the pinned tokenizers cuts pairs as cut_pair does"
     lines = _lines()
     examples = [
         Example(a, None if i % 3 == 0 else lines[(i * 7 + 1) % len(lines)], float(i % 2), i)
@@ -110,3 +114,32 @@ def test_what_no_template_shows_is_left_to_tokenizers() -> None:
         assert got.ids == want.ids and got.types == want.types
     assert read_template(tok, False) is None
     assert got.ids == [[], [1, 2]]
+
+
+def test_pairs_go_to_tokenizers_where_it_cuts_otherwise(monkeypatch) -> None:
+    """A release whose `longest_first` gives an odd room's extra piece elsewhere (as
+    0.23.2 does) is found out, and its pairs are encoded by `tokenizers` itself."""
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, **{c: i + 3 for i, c in enumerate("abcdefgh")}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 1), ("[SEP]", 2)],
+    )
+    examples = [Example("a b c d e f g", "h g f e d", 0.0, 1)]  # room 5 of 8: 3 + 2 kept
+
+    def second_gets_the_extra(n_a: int, n_b: int, room: int) -> tuple[int, int]:
+        keep_a, keep_b = cut_pair(n_a, n_b, room)
+        return (keep_b, keep_a) if keep_a == keep_b + 1 and n_a + n_b > room else (keep_a, keep_b)
+
+    cuts_as_tokenizers.cache_clear()
+    monkeypatch.setattr(template_module, "cut_pair", second_gets_the_extra)
+    monkeypatch.setattr(encoded, "cut_pair", second_gets_the_extra)
+    try:
+        assert not cuts_as_tokenizers()
+        got = encoded.encode(tok, examples, 8)
+    finally:
+        cuts_as_tokenizers.cache_clear()
+    want = encoded._encode_with_tokenizers(encoded.plain_copy(tok), examples, 8, got.labels)
+    assert got.ids == want.ids == [[1, 3, 4, 5, 2, 10, 9, 2]]
