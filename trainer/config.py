@@ -268,6 +268,10 @@ class TrainConfig:
     # loss scale for GPUs without bf16.
     precision: str = "auto"
     compile: bool = False
+    # GPU kernels that sum with atomics (embedding and scatter backward) round in a
+    # different order on every run; this picks deterministic ones (somewhat slower) so a
+    # resumed run ends bit-identical on a GPU too, as it always does on the CPU.
+    deterministic: bool = False
     # Run the encoder on the real tokens only when a batch has padding (token-wise layers on
     # [T, H], attention over variable-length rows): the same outputs, less work.
     unpad: bool = True

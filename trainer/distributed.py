@@ -25,6 +25,9 @@ class Dist:
     world_size: int = 1
     local_rank: int = 0
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    # Whether deterministic kernels were on before `setup` turned them on (None: left as
+    # they were); `teardown` puts them back.
+    deterministic_before: bool | None = None
 
     @property
     def main(self) -> bool:
@@ -62,7 +65,7 @@ class Dist:
             dist.barrier()
 
 
-def setup(device: str = "auto") -> Dist:
+def setup(device: str = "auto", deterministic: bool = False) -> Dist:
     """The process's place in the job; joins the process group under torchrun."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -73,14 +76,26 @@ def setup(device: str = "auto") -> Dist:
         raise UsageError("--device cuda, but no CUDA device is available")
     if device not in ("cpu", "cuda"):
         raise UsageError(f"device {device!r} is not one of auto, cpu, cuda")
+    if device == "cuda" and local_rank >= (count := torch.cuda.device_count()):
+        raise UsageError(
+            f"local rank {local_rank} has no GPU of its own ({count} visible): start at most "
+            f"{count} process(es) per node, or pass --device cpu"
+        )
+    before = torch.are_deterministic_algorithms_enabled() if deterministic else None
+    if deterministic:
+        # cuBLAS reads this when it starts, which is at the first matrix product.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
     dev = torch.device(device, local_rank) if device == "cuda" else torch.device("cpu")
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
     if world_size > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
-    return Dist(rank=rank, world_size=world_size, local_rank=local_rank, device=dev)
+    return Dist(rank, world_size, local_rank, dev, deterministic_before=before)
 
 
 def teardown(d: Dist) -> None:
+    if d.deterministic_before is not None:
+        torch.use_deterministic_algorithms(d.deterministic_before)
     if d.active and dist.is_initialized():
         dist.destroy_process_group()

@@ -124,7 +124,7 @@ def train(
     warmup = warmup_problem(config.optim, config.max_steps)
     if warmup is not None:
         raise UsageError(warmup)
-    d = setup(config.device)
+    d = setup(config.device, config.deterministic)
     # Rank 0 holds the run directory's lock: one run (of any number of ranks) per directory.
     lock = OutputLock(LOCAL, str(run), "train") if d.main else None
     try:

@@ -128,6 +128,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
     p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="deterministic GPU kernels (somewhat slower): a resumed run ends bit-identical "
+        "to an uninterrupted one on a GPU too, as it does on the CPU",
+    )
+    p.add_argument(
         "--fsdp",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -251,6 +257,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "device": args.device,
         "precision": args.precision,
         "compile": args.compile or None,
+        "deterministic": args.deterministic or None,
         "grad_checkpointing": args.grad_checkpointing,
         "unpad": args.unpad,
         "fsdp": args.fsdp,

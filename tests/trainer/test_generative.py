@@ -239,6 +239,7 @@ def run_args(shards: Path, run: Path, name: str, steps: int, *extra: str) -> lis
         "train", "--data", str(shards), "--output", str(run), "--preset", name,
         "--max-steps", str(steps), "--batch-size", "8", "--save-every", "3",
         "--log-every", "1", "--warmup", "0.2", "--no-progress", "--set", "optim.decay_steps=6",
+        "--deterministic",
         *[x for s in sizes for x in ("--set", s)], "--set", "model.num_heads=4", *extra,
     ]  # fmt: skip
 

@@ -194,3 +194,31 @@ def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> 
     assert read_resumes(run) == [4]
     train(config, shards_dir, run, progress=False, overwrite=True)
     assert read_resumes(run) == []
+
+
+def test_a_rank_without_a_gpu_of_its_own_is_refused(monkeypatch) -> None:
+    """Two processes on a one-GPU machine: the second would ask for cuda:1."""
+    from clozeworks.schemas.errors import UsageError
+    from clozeworks.trainer.distributed import setup
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with pytest.raises(UsageError, match=r"local rank 1 has no GPU of its own \(1 visible\)"):
+        setup("auto")
+
+
+def test_deterministic_kernels_are_on_for_the_run_only(shards_dir, tmp_path) -> None:
+    seen = []
+    original = _Run.train
+
+    def spy(self, *args, **kwargs):
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        return original(self, *args, **kwargs)
+
+    config = replace(tiny_config(), deterministic=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Run, "train", spy)
+        train(config, shards_dir, tmp_path / "run", progress=False)
+    assert seen == [True]
+    assert not torch.are_deterministic_algorithms_enabled()

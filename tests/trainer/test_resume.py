@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 
 from clozeworks.cli import main
 from clozeworks.trainer.checkpoint import committed_steps, step_dir
+from tests.env import python_path
 
 STEPS = 16
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,8 @@ def train_args(shards: Path, run: Path) -> list[str]:
         "--warmup-steps",
         "3",
         "--no-progress",
+        # bit-identical on a GPU too (its atomics sum in another order on every run)
+        "--deterministic",
     ]
 
 
@@ -61,7 +64,7 @@ def test_kill_and_resume_matches_uninterrupted(shards_dir, tmp_path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "clozeworks", *train_args(shards_dir, broken)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "PYTHONPATH": python_path(), "OMP_NUM_THREADS": "1"},
     )
     deadline = time.time() + 120
     while not (broken / "step-0000008" / "COMMITTED").exists():
@@ -95,7 +98,7 @@ def test_a_kill_during_a_checkpoint_write_leaves_the_previous_one_usable(
     proc = subprocess.Popen(
         [sys.executable, "-m", "clozeworks", *args],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "PYTHONPATH": python_path(), "OMP_NUM_THREADS": "1"},
     )
     deadline = time.time() + 300
     while not list(run.glob(".step-*.tmp")) or not committed_steps(run):
