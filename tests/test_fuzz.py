@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.env import python_path
 from tests.fuzz.targets import TARGETS
 
 RUNS = 5000
@@ -39,7 +40,7 @@ def test_a_target_survives_its_inputs(target, tmp_path) -> None:
         text=True,
         timeout=600,
         # The seeds and the targets' files go under pytest's directory, not /tmp.
-        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
+        env={**os.environ, "PYTHONPATH": python_path(), "TMPDIR": str(scratch)},
     )
     log = done.stderr[-3000:]
     assert done.returncode == 0, log
@@ -56,7 +57,7 @@ def test_collecting_the_targets_leaves_nothing_in_the_temp_directory(tmp_path) -
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+        env={**os.environ, "PYTHONPATH": python_path(), "TMPDIR": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert list(tmp_path.iterdir()) == []

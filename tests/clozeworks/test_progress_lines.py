@@ -79,6 +79,8 @@ def test_a_corpus_stage_and_training_log_lines_without_a_terminal(shards_dir, tm
         "4",
         "--log-every",
         "1",
+        "--device",
+        "cpu",
     ]
     done = subprocess.run([sys.executable, "-m", "clozeworks", *train], capture_output=True,
                           text=True, env={**env, LOG_EVERY_ENV: "0"}, timeout=600)  # fmt: skip

@@ -20,10 +20,12 @@ from clozeworks.trainer.datasets import dataset_for
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run
 from clozeworks.trainer.presets import preset
+from tests.env import python_path
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
 SETTINGS = """
+device = "cpu"
 batch_size = 4
 max_steps = 6
 save_every = 3
@@ -66,7 +68,7 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
         str(config_file),
         "--no-progress",
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": python_path(), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("trained 6 steps") == 1  # rank 0 alone reports
@@ -101,7 +103,7 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
 def torchrun(nproc: int, args: list[str]) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     command += ["--nproc-per-node", str(nproc), "-m", "clozeworks", "train", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": python_path(), "OMP_NUM_THREADS": "1"}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 

@@ -39,6 +39,7 @@ def test_hf_bert_from_our_weights_tracks_our_loss(nsp_shards, tmp_path) -> None:
         save_every=STEPS,
         shuffle_buffer=256,
         report_to=(),
+        device="cpu",  # as transformers' model below runs
     )
     train(config, nsp_shards, tmp_path / "run", progress=False)
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
