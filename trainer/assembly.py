@@ -107,7 +107,7 @@ def run_model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
     torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
     sharded = config.fsdp and d.active
     if sharded:
-        fsdp.shard(model, Encoder)
+        fsdp.shard(model, Encoder, d.device, d.world_size)
     for module in model.modules():
         if isinstance(module, LayerStack):
             module.checkpointing = config.grad_checkpointing

@@ -24,9 +24,17 @@ from torch import nn
 OPTIMIZER_FORMAT = "fqn"
 
 
-def shard(model: nn.Module, encoder_type: type[nn.Module]) -> nn.Module:
-    """Shard `model` in place over the default process group; returns it."""
+def shard(
+    model: nn.Module, encoder_type: type[nn.Module], device: torch.device, world_size: int
+) -> nn.Module:
+    """Shard `model` in place over the default process group's `world_size` ranks, on
+    `device`'s kind; returns it."""
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+
+    # Named, not left to FSDP's default mesh, which takes the accelerator whenever there is
+    # one: a CPU run (gloo) on a GPU machine asked rank 1 for cuda:1.
+    mesh = init_device_mesh(device.type, (world_size,))
 
     layers = [layer for m in model.modules() if isinstance(m, encoder_type) for layer in m.layers]
     owners: Counter[int] = Counter()
@@ -41,8 +49,8 @@ def shard(model: nn.Module, encoder_type: type[nn.Module]) -> nn.Module:
         # A layer that appears twice (ALBERT "all") or shares a block with another layer
         # ("attention", "ffn") stays in the root unit.
         if layers.count(layer) == 1 and all(owners[id(p)] == 1 for p in params):
-            fully_shard(layer)
-    fully_shard(model)
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
     return model
 
 
