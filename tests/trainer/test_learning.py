@@ -64,7 +64,7 @@ def test_bert_tiny_beats_the_frequency_baseline_on_held_out_docstrings(
     train_set = write_shards([d for i, d in enumerate(docs) if i % 10], shards_dir, tmp_path / "t")
     held = write_shards([d for i, d in enumerate(docs) if not i % 10], shards_dir, tmp_path / "h")
 
-    config = override(preset("bert-tiny"), "optim", lr=3e-3, warmup_steps=STEPS // 10)
+    config = override(preset("bert-tiny"), "optim", lr=1e-3, warmup_steps=STEPS // 10)
     config = override(
         config,
         "",
@@ -82,6 +82,8 @@ def test_bert_tiny_beats_the_frequency_baseline_on_held_out_docstrings(
     baseline = frequency_baseline(held, 20, 32)
     print(f"held-out MLM accuracy {accuracy:.3f}, frequency baseline {baseline:.3f}")
     assert baseline < 0.15
-    # Measured at 700 steps: 0.155 against a baseline of 0.049. At 400 steps two runs gave
-    # 0.094 and 0.136 (CPU kernels are not bit-reproducible across runs): too near the bar.
+    # Measured at 700 steps: 0.129 against a baseline of 0.053, at the demo's rate (1e-3).
+    # At the 3e-3 this test once used (0.155 then) the model now stays on the unigram
+    # plateau for all 700 steps (loss 6.0, these tokens' unigram entropy), as transformers'
+    # BertForMaskedLM from the same weights does: the rate is too high, not the model wrong.
     assert accuracy > 2 * baseline, (accuracy, baseline)
