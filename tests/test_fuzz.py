@@ -7,15 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.env import python_path
+from tests.env import ROOT, python_path
 from tests.fuzz.targets import TARGETS
 
 RUNS = 5000
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow

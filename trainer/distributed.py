@@ -81,8 +81,9 @@ def setup(device: str = "auto", deterministic: bool = False) -> Dist:
             f"local rank {local_rank} has no GPU of its own ({count} visible): start at most "
             f"{count} process(es) per node, or pass --device cpu"
         )
-    before = torch.are_deterministic_algorithms_enabled() if deterministic else None
+    before = None
     if deterministic:
+        before = torch.are_deterministic_algorithms_enabled()
         # cuBLAS reads this when it starts, which is at the first matrix product.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)

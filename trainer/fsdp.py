@@ -75,7 +75,9 @@ def _owning(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
             out[name] = t
         else:
             key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
-            out[name] = copies.setdefault(key, t.clone())
+            if key not in copies:
+                copies[key] = t.clone()
+            out[name] = copies[key]
     return out
 
 

@@ -20,9 +20,8 @@ from clozeworks.trainer.datasets import dataset_for
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.loop import _Run
 from clozeworks.trainer.presets import preset
-from tests.env import python_path
+from tests.env import ROOT, python_path
 
-ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
 SETTINGS = """
 device = "cpu"

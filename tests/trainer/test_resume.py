@@ -14,10 +14,9 @@ from safetensors.torch import load_file
 
 from clozeworks.cli import main
 from clozeworks.trainer.checkpoint import committed_steps, step_dir
-from tests.env import python_path
+from tests.env import ROOT, python_path
 
 STEPS = 16
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def train_args(shards: Path, run: Path) -> list[str]:
