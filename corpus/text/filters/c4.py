@@ -67,7 +67,9 @@ class C4Filter:
             if any(len(word) > self.max_word_length for word in line.split()):
                 continue
             if self.remove_citations:
-                line = _CITATION.sub("", line)
+                # c4_utils strips before removing "[1]", so "sentence. [1]" lost its period
+                # and its line; extractors put that space where a marker is its own element.
+                line = _CITATION.sub("", line).rstrip()
             if self.terminal_punct and (not line.endswith(end_marks) or line.endswith(_ELLIPSIS)):
                 continue
             words = words_of(line, language)

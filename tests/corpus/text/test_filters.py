@@ -55,6 +55,20 @@ def test_c4_removes_lines_and_keeps_the_page() -> None:
     )
 
 
+def test_c4_line_ends_where_its_citation_marker_is_removed() -> None:
+    # An extractor that joins a footnote marker with a space ("energy. [64]", as in HTML
+    # where the marker is its own element) must not cost the line its final period: the
+    # Japanese translation of the same page writes "。[64]" and kept its line.
+    lines = [
+        "Hurricanes form over warm ocean water near the equator. [64]",
+        "They draw energy from the heat released when water vapour condenses.[65]",
+        "Strong winds can reach speeds of more than two hundred kilometres an hour. [edit]",
+    ]
+    result = C4Filter().filter("\n".join(lines))
+    assert result.keep
+    assert result.text.splitlines() == [line[: line.rindex(".") + 1] for line in lines]
+
+
 def test_c4_page_rules() -> None:
     assert (
         reason(C4Filter(), PROSE + "\nLorem ipsum dolor sit amet, consectetur elit.")
