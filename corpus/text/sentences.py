@@ -86,10 +86,12 @@ def _closes_wide(ch: str) -> bool:
 
 def cut_at(text: str, starts: list[int]) -> list[str]:
     """`text` cut at those of `starts` that have whitespace on one side or full-width
-    closing punctuation before them, each slice stripped, empty ones dropped."""
+    closing punctuation before them, each slice stripped, empty ones dropped. Starts are
+    taken in the text's order, whatever order they come in (a cut back before the last
+    one would give its text twice)."""
     out = []
     previous = 0
-    for at in starts:
+    for at in sorted(set(starts)):
         if 0 < at < len(text) and (
             text[at - 1].isspace() or text[at].isspace() or _closes_wide(text[at - 1])
         ):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 import sentencex
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from clozeworks.corpus.text.sentences import cut_at, cut_tiled, piece_starts, split_sentences
@@ -117,6 +117,7 @@ def test_every_word_kept_in_order(text: str) -> None:
     st.text(alphabet=_ALPHABET, max_size=300),
     st.lists(st.integers(min_value=-5, max_value=310), max_size=40),
 )
+@example(" 。1", [2, 1])  # a cut before the last one gave "。" twice
 def test_cuts_anywhere_keep_every_word(text: str, starts: list[int]) -> None:
     """Whatever boundaries a segmenter proposes, in any order, past either end or with
     anything dropped between its pieces, the words come out whole and in order."""
