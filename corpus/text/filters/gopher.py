@@ -164,9 +164,12 @@ class GopherRepetitionFilter:
         if len(words) < 2:
             return FilterResult.kept()
         ids, lengths = _word_ids(words)
+        # A repeated n-gram covers its words and the spaces between them; a segmenter's
+        # words (Chinese, Japanese) have none between them.
+        gap = 1 if language.segmenter is None else 0
         tops = ((2, self.top_2gram_frac), (3, self.top_3gram_frac), (4, self.top_4gram_frac))
         for n, limit in tops:
-            if len(words) >= n and top_ngram_chars(ids, lengths, n) / size > limit:
+            if len(words) >= n and top_ngram_chars(ids, lengths, n, gap) / size > limit:
                 return FilterResult.drop(f"top_{n}gram")
         dup_limits = (
             self.dup_5gram_frac,
@@ -208,14 +211,14 @@ def _ngram_lengths(lengths: np.ndarray, n: int) -> np.ndarray:
     return sums[n:] - sums[:-n]
 
 
-def top_ngram_chars(ids: np.ndarray, lengths: np.ndarray, n: int) -> int:
+def top_ngram_chars(ids: np.ndarray, lengths: np.ndarray, n: int, gap: int = 1) -> int:
     """Characters covered by the most frequent n-gram, counted with its repeats and the
-    spaces inside it (the first one to reach the top count wins ties)."""
+    `gap` characters between its words (the first one to reach the top count wins ties)."""
     keys = _ngram_keys(ids, n)
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     top = counts.max()
     winner = first[counts == top].min()
-    return int(top * (_ngram_lengths(lengths, n)[winner] + n - 1))
+    return int(top * (_ngram_lengths(lengths, n)[winner] + gap * (n - 1)))
 
 
 def duplicate_ngram_chars(ids: np.ndarray, lengths: np.ndarray, n: int, stop_above: float) -> int:

@@ -131,6 +131,8 @@ def test_repeated_ngram_counting_matches_a_plain_reading() -> None:
     ids, lengths = _word_ids(words)
     # Top 2-gram "a b" occurs 3 times; with its space it covers 3 chars each.
     assert top_ngram_chars(ids, lengths, 2) == 9
+    # Without spaces between words (a segmenter's Chinese or Japanese), 2 chars each.
+    assert top_ngram_chars(ids, lengths, 2, gap=0) == 6
     # 5-grams: "abcde" at 0 is new; the repeat at 5 counts 5 chars and jumps to 10;
     # positions 10.. give "xabcd" (new) then "abcde" at 11 (seen) -> 5 more.
     assert duplicate_ngram_chars(ids, lengths, 5, float("inf")) == 10

@@ -14,6 +14,7 @@ import pytest
 from clozeworks.cli import main
 from clozeworks.corpus.text.filters import build_filters
 from clozeworks.corpus.text.filters.base import apply_filters
+from clozeworks.corpus.text.filters.gopher import GopherRepetitionFilter, _word_ids, top_ngram_chars
 from clozeworks.corpus.text.filters.languages import (
     ENGLISH,
     FALLBACK,
@@ -183,6 +184,19 @@ def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
     assert _verdict("短い文書です。", "gopher-quality", "ja") == "gopher-quality.too_few_words"
     assert _verdict(JAPANESE, "gopher-quality", "ja") == "kept"
     assert words_of("plain English", ENGLISH) is None  # spaced: the filters split it
+
+
+def test_chinese_repeated_ngrams_are_not_charged_for_spaces_it_does_not_write() -> None:
+    """Gopher's top n-gram share counts an n-gram's characters with the spaces between its
+    words; Chinese writes none, and counting them raised a two-word phrase repeated
+    through a short page over the limit."""
+    pytest.importorskip("jieba")
+    page = "系统会自动处理依赖关系和配置文件。用户可以在终端里查看每个步骤的输出。"
+    page += "软件包很快。软件包不难。"
+    ids, lengths = _word_ids(words_of(page, settings_for("zh")))
+    limit = GopherRepetitionFilter().top_2gram_frac * len(page)
+    assert top_ngram_chars(ids, lengths, 2, gap=1) > limit >= top_ngram_chars(ids, lengths, 2, 0)
+    assert _verdict(page, "gopher-repetition", "zh") == "kept"
 
 
 def test_a_language_the_document_declares_picks_its_settings(tmp_path) -> None:
