@@ -2,103 +2,120 @@
 2 and 3): the share of sections each language keeps, before and after the filters knew the
 language.
 
-    python bench/clean/languages.py
+    python bench/clean/languages.py [--leave-out]
 
-The text is the Debian Reference (`apt install debian-reference-en debian-reference-de
-debian-reference-ja debian-reference-zh-cn`): each `<div class="section">` of the second
-level (5.1, 5.2, ...) is a document, matched across languages by its anchor. A section
-counts as fully translated when py3langid names its language with a score of 0.9 or more
-(commands and file names stay English in every translation), and only sections translated
-in every language are compared. "before": the filters with English's rules for every
-document, as clean ran them until now; "after": with `--filters language,...` naming the
-language first. Then the agreement of our `c4,gopher` decisions ("after") with datatrove's
-C4QualityFilter (C4's code thresholds, as bench/clean/run.py sets them), GopherRepetition-
-and GopherQualityFilter, each told the language (its word tokenizer: spaCy's, SudachiPy for
+The documents are the second-level sections of three Debian manuals (bench/clean/
+debian_docs.py; `apt install` the packages named there): the Debian Reference (English,
+German, Japanese, Simplified Chinese), the New Maintainers' Guide (English, German,
+Japanese, French, Russian) and the FAQ (English, German, Japanese, Simplified Chinese,
+Korean), each table on the sections fully translated into all of its languages. "before":
+the filters with English's rules for every document, as clean ran them until languages
+were known; "after": with the language given (wordfreq's stop words and word lengths, the
+calibrated thresholds and word counts, jieba and fugashi words).
+
+bench/clean/calibrate.py fits the thresholds on these manuals and the Developer's
+Reference, so each "after" row is in-sample; `--leave-out` judges each manual with the
+thresholds fitted on the other manuals instead (a cell marked * has no other manual in its
+language and keeps the shipped value).
+
+Last, each language's keep share less English's on the same sections of all three
+manuals together, with a 95% interval: one manual's 65 to 70 sections cannot tell a
+5-point difference from none where many sections sit near a threshold.
+
+Then the agreement of our `c4,gopher` decisions ("after") with datatrove's C4QualityFilter
+(C4's code thresholds, as bench/clean/run.py sets them), GopherRepetition- and
+GopherQualityFilter, each told the language (its word tokenizer: spaCy's, SudachiPy for
 Japanese; needs `pip install spacy sudachipy sudachidict_core`).
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
-import sys
-from pathlib import Path
 
-from clozeworks.corpus.text.filters import build_filters
+from calibrate import leave_out, pairs_by_language
+from debian_docs import CODES, in_every_language
+
+from clozeworks.corpus.text.filters import build_filters, languages
 from clozeworks.corpus.text.filters.base import apply_filters
-from clozeworks.corpus.text.filters.language import load_backend
 
-sys.path.insert(0, str(Path(__file__).parent))
-from calibrate import docbook_sections, faq_sections
-
-ROOT = Path("/usr/share/debian-reference")
-LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh"}
-FAQ_LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "zh-cn": "zh", "ko": "ko"}
-GUIDE = Path("/usr/share/doc")
-GUIDE_LANGUAGES = {"en": "en", "de": "de", "ja": "ja", "fr": "fr", "ru": "ru"}
+TABLES = {
+    "reference": ["en", "de", "ja", "zh-cn"],
+    "guide": ["en", "de", "ja", "fr", "ru"],
+    "faq": ["en", "de", "ja", "zh-cn", "ko"],
+}
 FILTER_SETS = ("length", "c4,gopher", "c4", "gopher")
 
 
-def sections(lang: str) -> dict[str, str]:
-    """Anchor -> text of every second-level section of every chapter of the Reference."""
-    return docbook_sections(sorted(ROOT.glob(f"*.{lang}.html")))
+# (filter set, language) -> per section, (English kept, translation kept), every manual.
+Pairs = dict[tuple[str, str], list[tuple[bool, bool]]]
 
 
-def guide_sections(lang: str) -> dict[str, str]:
-    """The same of the New Maintainers' Guide."""
-    where = GUIDE / "maint-guide" if lang == "en" else GUIDE / f"maint-guide-{lang}"
-    return docbook_sections(sorted((where / "html").glob(f"*.{lang}.html")))
+def keep_table(manual: str, leave: bool, pooled: Pairs) -> None:
+    langs = TABLES[manual]
+    texts, keys = in_every_language(manual, langs)
+    print(f"\n{manual}: {len(keys)} sections fully translated in all of {', '.join(langs)}\n")
+    shipped = dict(languages.CALIBRATED)
+    in_sample = set()
+    if leave:
+        for code, pairs in pairs_by_language().items():
+            other = leave_out(pairs, manual)
+            if other is None:
+                in_sample.add(code)
+            else:
+                languages.CALIBRATED[code] = other
+        languages.settings_for.cache_clear()
+    try:
+        print(f"| filters | {' | '.join(langs)} |")
+        print(f"|---|{'---|' * len(langs)}")
+        for names in FILTER_SETS:
+            for when in ("before", "after"):
+                if names == "length" and when == "after":
+                    continue
+                filters = build_filters(names.split(","))
+                kept = {}
+                for lang in langs:
+                    language = CODES[lang] if when == "after" else None
+                    kept[lang] = [
+                        apply_filters(texts[lang][k], filters, language).keep for k in keys
+                    ]
+                cells = []
+                for lang in langs:
+                    mark = "*" if when == "after" and CODES[lang] in in_sample else ""
+                    cells.append(f"{100 * sum(kept[lang]) / max(1, len(keys)):.0f}%{mark}")
+                    if lang != "en" and (when == "after" or names == "length"):
+                        pairs = zip(kept["en"], kept[lang], strict=True)
+                        pooled.setdefault((names, lang), []).extend(pairs)
+                label = names if names == "length" else f"{names}, {when}"
+                print(f"| {label} | {' | '.join(cells)} |")
+    finally:
+        languages.CALIBRATED.clear()
+        languages.CALIBRATED.update(shipped)
+        languages.settings_for.cache_clear()
 
 
-def fully_translated(texts: dict[str, dict[str, str]], codes: dict[str, str]) -> list[str]:
-    """The sections every language has, each in its own language by py3langid (score 0.9)."""
-    langid = load_backend("langid")
-    shared = set.intersection(*(set(t) for t in texts.values()))
-    return sorted(
-        key
-        for key in shared
-        if all(
-            (pred := langid.predict(texts[lang][key]))[0] == code and pred[1] >= 0.9
-            for lang, code in codes.items()
-        )
-    )
+def difference(pairs: list[tuple[bool, bool]]) -> str:
+    """The translation's keep share less English's on the same sections, in points, with
+    a 95% interval for paired proportions (only sections one keeps and the other drops
+    move it, so the interval is wide where many sit near a threshold)."""
+    n = len(pairs)
+    only_en = sum(e and not t for e, t in pairs)
+    only_tr = sum(t and not e for e, t in pairs)
+    diff = (only_tr - only_en) / n
+    spread = 1.96 * math.sqrt(max(0.0, (only_en + only_tr) / n - diff**2) / n)
+    return f"{100 * diff:+.1f} ± {100 * spread:.1f}"
 
 
-def keep_table(texts: dict[str, dict[str, str]], codes: dict[str, str], keys: list[str]) -> None:
-    print(f"| filters | {' | '.join(codes)} |")
-    print(f"|---|{'---|' * len(codes)}")
+def pooled_table(pooled: Pairs) -> None:
+    langs = sorted({lang for _, lang in pooled}, key=list(CODES).index)
+    print("\n| all three manuals: translation less English, points | "
+          f"{' | '.join(langs)} |")  # fmt: skip
+    print(f"|---|{'---|' * len(langs)}")
+    sizes = [str(len(pooled[("length", lang)])) for lang in langs]
+    print(f"| sections | {' | '.join(sizes)} |")
     for names in FILTER_SETS:
-        for when in ("before", "after"):
-            if names == "length" and when == "after":
-                continue
-            filters = build_filters(names.split(","))
-            cells = []
-            for lang, code in codes.items():
-                language = code if when == "after" else None
-                kept = sum(apply_filters(texts[lang][k], filters, language).keep for k in keys)
-                cells.append(f"{100 * kept / max(1, len(keys)):.0f}%")
-            label = names if names == "length" else f"{names}, {when}"
-            print(f"| {label} | {' | '.join(cells)} |")
-
-
-def main() -> None:
-    texts = {lang: sections(lang) for lang in LANGUAGES}
-    full = fully_translated(texts, LANGUAGES)
-    print(f"Debian Reference: {len(full)} sections fully translated in all of "
-          f"{', '.join(LANGUAGES)}; load {os.getloadavg()[0]:.2f}\n")  # fmt: skip
-    keep_table(texts, LANGUAGES, full)
-    agreement(texts, full)
-    guide = {lang: guide_sections(lang) for lang in GUIDE_LANGUAGES}
-    guide_full = fully_translated(guide, GUIDE_LANGUAGES)
-    print(f"\nDebian New Maintainers' Guide: {len(guide_full)} sections fully translated in "
-          f"all of {', '.join(GUIDE_LANGUAGES)}\n")  # fmt: skip
-    keep_table(guide, GUIDE_LANGUAGES, guide_full)
-    # Korean has no Reference or Guide; its FAQ is packaged, but the FAQ is also what
-    # calibrate.py measures the alphabetic-word threshold on (in-sample for that rule).
-    faq = {lang: faq_sections(None if lang == "en" else lang) for lang in FAQ_LANGUAGES}
-    faq_full = fully_translated(faq, FAQ_LANGUAGES)
-    print(f"\nDebian FAQ (calibrate.py's own sections): {len(faq_full)} sections fully "
-          f"translated in all of {', '.join(FAQ_LANGUAGES)}\n")  # fmt: skip
-    keep_table(faq, FAQ_LANGUAGES, faq_full)
+        print(f"| {names} | {' | '.join(difference(pooled[(names, lang)]) for lang in langs)} |")
 
 
 def datatrove_keeps(text: str, code: str) -> bool:
@@ -122,12 +139,15 @@ def datatrove_keeps(text: str, code: str) -> bool:
     return True
 
 
-def agreement(texts: dict[str, dict[str, str]], keys: list[str]) -> None:
+def agreement(manual: str) -> None:
+    langs = TABLES[manual]
+    texts, keys = in_every_language(manual, langs)
     filters = build_filters(["c4", "gopher"])
-    print("\n| agreement with datatrove, c4,gopher | " + " | ".join(LANGUAGES) + " |")
-    print(f"|---|{'---|' * len(LANGUAGES)}")
+    print(f"\n| agreement with datatrove, c4,gopher ({manual}) | {' | '.join(langs)} |")
+    print(f"|---|{'---|' * len(langs)}")
     cells, kept = [], []
-    for lang, code in LANGUAGES.items():
+    for lang in langs:
+        code = CODES[lang]
         theirs = [datatrove_keeps(texts[lang][k], code) for k in keys]
         ours = [apply_filters(texts[lang][k], filters, code).keep for k in keys]
         same = sum(a == b for a, b in zip(ours, theirs, strict=True))
@@ -137,5 +157,23 @@ def agreement(texts: dict[str, dict[str, str]], keys: list[str]) -> None:
     print(f"| datatrove keeps | {' | '.join(kept)} |")
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--leave-out",
+        action="store_true",
+        help="judge each manual with the thresholds fitted on the other manuals",
+    )
+    args = parser.parse_args(argv)
+    print(f"load {os.getloadavg()[0]:.2f}")
+    pooled: Pairs = {}
+    for manual in TABLES:
+        keep_table(manual, args.leave_out, pooled)
+    pooled_table(pooled)
+    if not args.leave_out:
+        agreement("reference")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

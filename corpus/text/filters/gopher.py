@@ -20,14 +20,11 @@ from clozeworks.corpus.text.filters.languages import (
     words_of,
 )
 from clozeworks.corpus.text.filters.text import (
-    content_words,
-    count_numeric_words,
-    count_symbols,
     duplicates,
     nonempty_lines,
     paragraphs,
     split_words,
-    token_counts,
+    word_counts,
 )
 
 STOP_WORDS = ENGLISH_STOP_WORDS  # the paper's eight
@@ -67,17 +64,14 @@ class GopherQualityFilter:
         if not language.word_rules:
             return self._line_rules(lines)
         tokens = words_of(text, language)
-        if tokens is None:
-            content, symbols, numeric = content_words(text), None, None
-        else:
-            content, symbols, numeric = token_counts(tokens)
-        n_words = len(content) + (count_symbols(text) if symbols is None else symbols)
+        counts = word_counts(split_words(text) if tokens is None else tokens)
+        n_words = counts.words + counts.symbols
         words_scale = language.word_count_scale
-        if not content or len(content) < self.min_words * words_scale:
+        if not counts.words or counts.words < self.min_words * words_scale:
             return FilterResult.drop("too_few_words")
-        if len(content) > self.max_words * words_scale:
+        if counts.words > self.max_words * words_scale:
             return FilterResult.drop("too_many_words")
-        mean_length = sum(map(len, content)) / len(content)
+        mean_length = counts.chars / counts.words
         scale = language.word_length_scale
         if scale is not None and mean_length < self.min_mean_word_length * scale:
             return FilterResult.drop("short_words")
@@ -90,12 +84,12 @@ class GopherQualityFilter:
         by_lines = self._line_rules(lines)
         if not by_lines.keep:
             return by_lines
-        alpha = len(content) - (count_numeric_words(text) if numeric is None else numeric)
+        alpha = counts.words - counts.without_letter
         if alpha / n_words < self.min_alpha_words_ratio + language.alpha_words_shift:
             return FilterResult.drop("alpha_words")
         if language.stop_words is not None:
             longest = language.longest_stop_word
-            lowered = {w.lower() for w in content if len(w) <= longest}
+            lowered = {w.lower() for w in counts.distinct if len(w) <= longest}
             if len(language.stop_words & lowered) < self.min_stop_words:
                 return FilterResult.drop("stop_words")
         return FilterResult.kept()

@@ -31,6 +31,7 @@ from functools import cache
 from typing import Any
 
 from clozeworks.corpus.text.filters.segmenters import available, segmenter
+from clozeworks.corpus.text.filters.text import split_words
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 
 # Gopher's stop words (Rae et al. 2021, A.1.1), as datatrove has them.
@@ -42,6 +43,10 @@ UNDETERMINED = "und"
 # An ISO 639 code, optionally with a region or script: ko, en-US, zh_CN, zh-Hant-TW.
 _CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
 WIDE_TERMINAL = ("。", "！", "？", "」", "』")
+# Runs of Chinese or Japanese (radicals, CJK punctuation, kana, ideographs, compatibility
+# ideographs and forms, full-width forms, the supplementary ideographs): what a segmenter
+# cuts; what lies between them is cut as spaced text.
+_WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]+")
 
 
 @dataclass(frozen=True)
@@ -102,9 +107,9 @@ WORDFREQ_TOKENIZER = {None: "regex", "jieba": "jieba", "fugashi": "mecab"}
 
 @dataclass(frozen=True)
 class Calibrated:
-    """What `python bench/clean/calibrate.py` measured of a language on sections of the
-    Debian FAQ and Developer's Reference translated from English (72 to 130 each), its
-    words counted as the filters count them."""
+    """What `python bench/clean/calibrate.py` measured of a language on sections of four
+    Debian manuals translated from English (68 to 273 sections a language), its words
+    counted as the filters count them."""
 
     # Gopher's alphabetic-word threshold less English's 0.8: where the translations' share
     # of words with a letter drops as many sections as 0.8 drops of the English ones.
@@ -115,15 +120,15 @@ class Calibrated:
 
 
 CALIBRATED: dict[str, Calibrated] = {
-    "de": Calibrated(-0.039, 0.98),
-    "fr": Calibrated(-0.006, 1.09),
-    "it": Calibrated(0.000, 1.04),
-    "nl": Calibrated(0.002, 1.09),
-    "pt": Calibrated(0.006, 1.03),
-    "ru": Calibrated(-0.037, 0.91),
-    "ja": Calibrated(0.044, 1.27),
-    "zh": Calibrated(-0.009, 0.92),
-    "ko": Calibrated(-0.035, 0.71),
+    "de": Calibrated(-0.041, 1.00),
+    "fr": Calibrated(0.006, 1.05),
+    "it": Calibrated(0.012, 1.03),
+    "nl": Calibrated(0.003, 1.09),
+    "pt": Calibrated(0.012, 1.03),
+    "ru": Calibrated(-0.036, 0.90),
+    "ja": Calibrated(0.038, 1.30),
+    "zh": Calibrated(-0.023, 0.96),
+    "ko": Calibrated(-0.023, 0.69),
 }
 
 
@@ -206,11 +211,21 @@ def _mean_word_length(code: str) -> float:
 
 
 def words_of(text: str, settings: LanguageSettings) -> list[str] | None:
-    """The words (and punctuation tokens) of `text` by the language's segmenter; None
-    where words are separated by spaces (the filters split them themselves)."""
+    """The words (and punctuation tokens) of `text`: runs of Chinese or Japanese by the
+    language's segmenter, everything between them (commands, file names, Latin words) as
+    spaced text is split, so that it counts as it does in English; None where words are
+    separated by spaces (the filters split them themselves)."""
     if settings.segmenter is None:
         return None
-    return segmenter(settings.segmenter)(text)
+    segment = segmenter(settings.segmenter)
+    words: list[str] = []
+    start = 0
+    for run in _WIDE.finditer(text):
+        words += split_words(text[start : run.start()])
+        words += segment(run.group())
+        start = run.end()
+    words += split_words(text[start:])
+    return words
 
 
 def is_language_code(text: str) -> bool:

@@ -18,7 +18,7 @@ from clozeworks.corpus.text.filters import (
     filter_params,
 )
 from clozeworks.corpus.text.filters.gopher import _word_ids, duplicate_ngram_chars, top_ngram_chars
-from clozeworks.corpus.text.filters.text import split_words, terminal_punctuation
+from clozeworks.corpus.text.filters.text import split_words, terminal_punctuation, word_counts
 from clozeworks.schemas.errors import UsageError
 
 PROSE = (
@@ -136,6 +136,45 @@ def test_repeated_ngram_counting_matches_a_plain_reading() -> None:
     # 5-grams: "abcde" at 0 is new; the repeat at 5 counts 5 chars and jumps to 10;
     # positions 10.. give "xabcd" (new) then "abcde" at 11 (seen) -> 5 more.
     assert duplicate_ngram_chars(ids, lengths, 5, float("inf")) == 10
+
+
+# What spaCy's English tokenizer (datatrove's) gives for each, checked with spaCy 3.8.
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('He said: "stop (now)!"', ["He", "said", ":", '"', "stop", "(", "now", ")", "!", '"']),
+        ("Wait...", ["Wait", "..."]),
+        ("Edit /etc/apt/sources.list.", ["Edit", "/etc", "/", "apt", "/", "sources.list", "."]),
+        ("Run dpkg-buildpackage -us", ["Run", "dpkg", "-", "buildpackage", "-us"]),
+        ("You won't see v1.2.3 or 12.1, e.g. Debian's.",
+         ["You", "wo", "n't", "see", "v1.2.3", "or", "12.1", ",", "e.g.", "Debian", "'s", "."]),
+        ("See https://www.debian.org/doc/.", ["See", "https://www.debian.org/doc/."]),
+        ("(C) 2003-2004 J. Doe <j@example.org>, GPL-2+ and/or BSD.",
+         ["(", "C", ")", "2003", "-", "2004", "J.", "Doe", "<", "j@example.org", ">", ",",
+          "GPL-2", "+", "and/or", "BSD", "."]),
+        ("x=1 a=b C# #include 50% $5 12kg 100MB", ["x=1", "a", "=", "b", "C", "#", "#",
+         "include", "50", "%", "$", "5", "12", "kg", "100", "MB"]),
+        ("the U.S. and etc.", ["the", "U.S.", "and", "etc", "."]),
+        ("모델은 훈련됩니다. 한국어,영어", ["모델은", "훈련됩니다", ".", "한국어", ",", "영어"]),
+    ],
+)  # fmt: skip
+def test_words_are_cut_as_spacy_cuts_them(text, words) -> None:
+    assert split_words(text) == words
+
+
+def test_alphabetic_words_are_words_with_a_letter() -> None:
+    """Gopher's rule counts words with a letter: a command line's options and paths are
+    words with letters, its numbers (`12.1`, `2024`) and marks are not."""
+    command = "Run dpkg-buildpackage -us -uc in /usr/src/pkg-2.0 (see Section 12.1 of 2024)."
+    counts = word_counts(split_words(command))
+    assert counts.distinct == {
+        "Run", "dpkg", "buildpackage", "-us", "-uc", "in", "/usr", "src", "pkg-2.0", "see",
+        "Section", "12.1", "of", "2024",
+    }  # fmt: skip
+    assert (counts.words, counts.symbols, counts.without_letter) == (14, 6, 2)
+    assert counts.chars == sum(map(len, counts.distinct))
+    prose_with_numbers = PROSE + " 12.1 2024 3.14 1,000" * 20
+    assert reason(GopherQualityFilter(), prose_with_numbers) == "alpha_words"
 
 
 def test_fineweb_reasons() -> None:

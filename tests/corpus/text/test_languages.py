@@ -22,6 +22,7 @@ from clozeworks.corpus.text.filters.languages import (
     settings_report,
     words_of,
 )
+from clozeworks.corpus.text.filters.text import split_words
 from tests.conftest import write_jsonl
 
 # Written for the test: Korean prose with spaces between words (no English stop words).
@@ -184,6 +185,22 @@ def test_chinese_and_japanese_words_come_from_their_segmenters() -> None:
     assert _verdict("短い文書です。", "gopher-quality", "ja") == "gopher-quality.too_few_words"
     assert _verdict(JAPANESE, "gopher-quality", "ja") == "kept"
     assert words_of("plain English", ENGLISH) is None  # spaced: the filters split it
+
+
+def test_commands_inside_chinese_and_japanese_count_as_in_english() -> None:
+    """What sits between runs of Chinese or Japanese (commands, paths, Latin words) is cut
+    as spaced text is, so a translated page's command lines count as its original's."""
+    pytest.importorskip("jieba")
+    pytest.importorskip("fugashi")
+    japanese, chinese = settings_for("ja"), settings_for("zh")
+    command = ["/etc", "/", "apt", "/", "sources.list"]
+    assert split_words("/etc/apt/sources.list") == command
+    assert words_of("/etc/apt/sources.list を dpkg-buildpackage -us で編集します。", japanese) == [
+        *command, "を", "dpkg", "-", "buildpackage", "-us", "で", "編集", "し", "ます", "。",
+    ]  # fmt: skip
+    assert words_of("运行dpkg-buildpackage -us命令。", chinese) == [
+        "运行", "dpkg", "-", "buildpackage", "-us", "命令", "。",
+    ]  # fmt: skip
 
 
 def test_chinese_repeated_ngrams_are_not_charged_for_spaces_it_does_not_write() -> None:
