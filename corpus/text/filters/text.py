@@ -60,6 +60,11 @@ _ABBREVIATIONS = frozenset({
     *(f"{letter}." for letter in "abcdefghijklmnopqrstuvwxyzäöü"),
 })  # fmt: skip
 _ABBREVIATION_STEMS = frozenset(a[:-1] for a in _ABBREVIATIONS)
+_LONGEST_ABBREVIATION = max(map(len, _ABBREVIATIONS))
+# Every suffix but a run of dots is at most 4 characters (`mbar`, `n't`): seek it there.
+_SUFFIX_WINDOW = 8
+# Chunks this long or shorter are remembered (`(C)`, `and/or`, `GPL-2+`, `/usr/bin/`).
+_CACHED_CHUNK = 64
 # A chunk's last character that is always a suffix (the common case, taken without regex).
 # "12kg", "100MB": a unit after digits is a suffix; other runs of letters and digits are
 # one word, and need no regex.
@@ -75,7 +80,7 @@ def split_words(text: str) -> list[str]:
     return list(_split_words(text))
 
 
-@lru_cache(maxsize=2)  # Gopher's quality and repetition filters split the same text
+@lru_cache(maxsize=1)  # Gopher's quality and repetition filters split the same text, in turn
 def _split_words(text: str) -> tuple[str, ...]:
     words: list[str] = []
     for chunk in text.split():
@@ -103,43 +108,63 @@ def _split_words(text: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _whole(chunk: str) -> bool:
-    return chunk in _ABBREVIATIONS or _URL.fullmatch(chunk) is not None
+def _whole(chunk: str, start: int, end: int) -> bool:
+    """Whether chunk[start:end] stays one word: an abbreviation of spaCy's, or a URL."""
+    if end - start <= _LONGEST_ABBREVIATION and chunk[start:end] in _ABBREVIATIONS:
+        return True
+    return _URL.fullmatch(chunk, start, end) is not None
 
 
-@lru_cache(maxsize=1 << 16)  # chunks repeat: `(C)`, `and/or`, `GPL-2+`, `/usr/bin/`
 def _split_chunk(chunk: str) -> tuple[str, ...]:
+    # Most chunks are short and repeat; a long one (a rule of 20,000 `=`) is not kept.
+    return _split_short(chunk) if len(chunk) <= _CACHED_CHUNK else _split_affixes(chunk)
+
+
+def _split_affixes(chunk: str) -> tuple[str, ...]:
     """A chunk's prefixes, its infix-split middle and its suffixes, as spaCy's tokenizer
-    peels them (`Tokenizer._split_affixes`)."""
+    peels them (`Tokenizer._split_affixes`). Positions, not slices, and a suffix sought
+    only near the end, so that a chunk of n marks costs n steps, not n squared."""
     words: list[str] = []
     suffixes: list[str] = []
-    rest = chunk
-    while rest and not _whole(rest):
-        prefix = _PREFIX.match(rest)
+    start, end = 0, len(chunk)
+    while start < end and not _whole(chunk, start, end):
+        prefix = _PREFIX.match(chunk, start, end)
         if prefix:
             words.append(prefix.group())
-            rest = rest[prefix.end() :]
-            if not rest or _whole(rest):
+            start = prefix.end()
+            if start == end or _whole(chunk, start, end):
                 break
-        suffix = _SUFFIX.search(rest)
+        if end - start > _SUFFIX_WINDOW:  # lookbehinds see only the chunk's own rest
+            suffix = _SUFFIX.search(chunk, end - _SUFFIX_WINDOW, end)
+            offset = 0
+        else:
+            suffix = _SUFFIX.search(chunk[start:end])
+            offset = start
         if suffix:
-            suffixes.append(suffix.group())
-            rest = rest[: suffix.start()]
+            cut = offset + suffix.start()
+            if suffix.group().startswith(".."):  # a run of dots is one suffix, however long
+                while cut > start and chunk[cut - 1] == ".":
+                    cut -= 1
+            suffixes.append(chunk[cut:end])
+            end = cut
         if not prefix and not suffix:
             break
-    if rest and _whole(rest):
-        words.append(rest)
-    elif rest:
-        start = 0
-        for infix in _INFIX.finditer(rest):
-            if infix.start() > start:
-                words.append(rest[start : infix.start()])
+    if start < end and _whole(chunk, start, end):
+        words.append(chunk[start:end])
+    elif start < end:
+        middle, at = chunk[start:end], 0
+        for infix in _INFIX.finditer(middle):
+            if infix.start() > at:
+                words.append(middle[at : infix.start()])
             words.append(infix.group())
-            start = infix.end()
-        if start < len(rest):
-            words.append(rest[start:])
+            at = infix.end()
+        if at < len(middle):
+            words.append(middle[at:])
     words.extend(reversed(suffixes))
     return tuple(words)
+
+
+_split_short = lru_cache(maxsize=1 << 16)(_split_affixes)
 
 
 @dataclass(frozen=True)
