@@ -162,6 +162,20 @@ def test_words_are_cut_as_spacy_cuts_them(text, words) -> None:
     assert split_words(text) == words
 
 
+_PIECES = st.sampled_from(
+    [*"ab AZ09.,;:!?()[]{}<>\"'`’“”-–—/=+*%$#&_~…。、한文\n\t@", "n't", "'s", "e.g.", "...",
+     "http://x.org/", "12kg", "MB"]
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=60).map("".join))
+def test_words_are_the_text_without_its_spaces(text: str) -> None:
+    """However a chunk is peeled and cut, no character is lost, doubled or moved."""
+    words = split_words(text)
+    assert "".join(words) == "".join(text.split())
+    assert all(word and not any(c.isspace() for c in word) for word in words)
+
+
 def test_long_runs_of_marks_split_as_short_ones() -> None:
     """A chunk is peeled by position with its suffix sought near its end: a rule of
     200,000 `=` (a few seconds per 20,000 when each step sliced the rest) is 200,000
