@@ -46,7 +46,9 @@ _INFIX = re.compile(
     rf"|(?<={_ALPHA}),(?={_ALPHA})|(?<={_ALPHA}){_HYPHEN}(?={_ALPHA})"
     rf"|(?<=[^\W_])[:<>=/](?={_ALPHA})"
 )
-_URL = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)\S+")
+# A scheme of at most 32 characters: a chunk that is not a URL fails within them, not
+# after scanning a long run of letters at every step of its peeling.
+_URL = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]{0,31}://|www\.)\S+")
 # spaCy's English exceptions that stay one word (its emoticons left out).
 _ABBREVIATIONS = frozenset({
     "Adm.", "Ak.", "Ala.", "Apr.", "Ariz.", "Ark.", "Aug.", "Bros.", "Calif.", "Co.", "Colo.",
@@ -65,10 +67,10 @@ _LONGEST_ABBREVIATION = max(map(len, _ABBREVIATIONS))
 _SUFFIX_WINDOW = 8
 # Chunks this long or shorter are remembered (`(C)`, `and/or`, `GPL-2+`, `/usr/bin/`).
 _CACHED_CHUNK = 64
-# A chunk's last character that is always a suffix (the common case, taken without regex).
 # "12kg", "100MB": a unit after digits is a suffix; other runs of letters and digits are
 # one word, and need no regex.
 _UNIT_AFTER_DIGITS = re.compile(rf"[0-9]+(?:{_UNITS})").fullmatch
+# A chunk's last character that is always a suffix (the common case, taken without regex).
 _ALWAYS_SUFFIX = frozenset(",;:!?)]}\"'”’")
 _ALNUM = re.compile(r"\w")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -84,28 +86,27 @@ def split_words(text: str) -> list[str]:
 def _split_words(text: str) -> tuple[str, ...]:
     words: list[str] = []
     for chunk in text.split():
-        if len(chunk) == 1 or (
-            chunk.isalnum() and not (chunk[0].isdigit() and _UNIT_AFTER_DIGITS(chunk))
-        ):
+        if len(chunk) == 1 or _one_word(chunk):
             words.append(chunk)
             continue
         head, last = chunk[:-1], chunk[-1]
-        if (
-            head.isalnum()
-            and not (head[0].isdigit() and _UNIT_AFTER_DIGITS(head))
-            and (
-                last in _ALWAYS_SUFFIX
-                or (
-                    last == "."
-                    and not head[-1].isupper()  # a digit, a lowercase or an uncased letter
-                    and head not in _ABBREVIATION_STEMS
-                )
+        if _one_word(head) and (
+            last in _ALWAYS_SUFFIX
+            or (
+                last == "."
+                and not head[-1].isupper()  # a digit, a lowercase or an uncased letter
+                and head not in _ABBREVIATION_STEMS
             )
         ):
             words += (head, last)
         else:
             words += _split_chunk(chunk)
     return tuple(words)
+
+
+def _one_word(chunk: str) -> bool:
+    """Letters and digits only, and not a number with its unit: no rule splits it."""
+    return chunk.isalnum() and not (chunk[0].isdigit() and _UNIT_AFTER_DIGITS(chunk))
 
 
 def _whole(chunk: str, start: int, end: int) -> bool:

@@ -184,6 +184,8 @@ def test_long_runs_of_marks_split_as_short_ones() -> None:
     assert split_words("=" * n) == ["="] * n
     assert split_words("(" * n + "word" + ")" * n) == ["("] * n + ["word"] + [")"] * n
     assert split_words("word" + "." * n) == ["word", "." * n]
+    # A long run of letters is not scanned as a URL's scheme at every step.
+    assert split_words("x" * n + ")" * n) == ["x" * n] + [")"] * n
     assert split_words("(e.g.") == ["(", "e.g."]  # what is left after a prefix may be whole
     assert split_words("`.Z`") == ["`", ".Z", "`"]  # a peeled quote is not the rest's
 
