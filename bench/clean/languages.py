@@ -34,7 +34,7 @@ import argparse
 import math
 import os
 
-from calibrate import leave_out, pairs_by_language
+from calibrate import Pair, leave_out, pairs_by_language
 from debian_docs import CODES, in_every_language
 
 from clozeworks.corpus.text.filters import build_filters, languages
@@ -52,14 +52,22 @@ FILTER_SETS = ("length", "c4,gopher", "c4", "gopher")
 Pairs = dict[tuple[str, str], list[tuple[bool, bool]]]
 
 
-def keep_table(manual: str, leave: bool, pooled: Pairs) -> None:
+# A manual's sections: lang -> anchor -> text, and the anchors fully translated in all.
+Loaded = tuple[dict[str, dict[str, str]], list[str]]
+
+
+def keep_table(
+    manual: str, loaded: Loaded, fitted: dict[str, list[Pair]] | None, pooled: Pairs
+) -> None:
+    """The manual's keep shares; with `fitted` (calibrate.py's pairs), under the thresholds
+    the other manuals give."""
     langs = TABLES[manual]
-    texts, keys = in_every_language(manual, langs)
+    texts, keys = loaded
     print(f"\n{manual}: {len(keys)} sections fully translated in all of {', '.join(langs)}\n")
     shipped = dict(languages.CALIBRATED)
     in_sample = set()
-    if leave:
-        for code, pairs in pairs_by_language().items():
+    if fitted is not None:
+        for code, pairs in fitted.items():
             other = leave_out(pairs, manual)
             if other is None:
                 in_sample.add(code)
@@ -139,9 +147,9 @@ def datatrove_keeps(text: str, code: str) -> bool:
     return True
 
 
-def agreement(manual: str) -> None:
+def agreement(manual: str, loaded: Loaded) -> None:
     langs = TABLES[manual]
-    texts, keys = in_every_language(manual, langs)
+    texts, keys = loaded
     filters = build_filters(["c4", "gopher"])
     print(f"\n| agreement with datatrove, c4,gopher ({manual}) | {' | '.join(langs)} |")
     print(f"|---|{'---|' * len(langs)}")
@@ -166,12 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     print(f"load {os.getloadavg()[0]:.2f}")
+    fitted = pairs_by_language() if args.leave_out else None
+    loaded = {manual: in_every_language(manual, langs) for manual, langs in TABLES.items()}
     pooled: Pairs = {}
     for manual in TABLES:
-        keep_table(manual, args.leave_out, pooled)
+        keep_table(manual, loaded[manual], fitted, pooled)
     pooled_table(pooled)
     if not args.leave_out:
-        agreement("reference")
+        agreement("reference", loaded["reference"])
     return 0
 
 
