@@ -23,14 +23,18 @@ A way is taken only if it gives every id `tokenizers` gives on `PROBES` (text in
 scripts, emoji sequences, control characters, a long word, special tokens written in the
 text), on every control, format and space character, and on every character of the
 vocabulary's alphabet; otherwise `tokenizers` encodes (said once per process on stderr
-where a candidate could not read the file at all). tokie is the `[fast]` extra; kitoken
-is tried when installed.
+where a candidate could not read the file at all). Probes alone proved too little (a tab
+before `'s`, long runs, unassigned code points differed on real text), so the way taken
+is guarded (corpus/vocab/proven.py): it encodes only texts inside the domain proven for it
+when it is chosen, and `tokenizers` encodes the others. tokie is the `[fast]` extra;
+kitoken is tried when installed.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import itertools
 import json
@@ -45,9 +49,16 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.vocab.proven import (
+    Counted,
+    FlatEncode,
+    Guarded,
+    interleave,
+    proven_characters,
+    same_per_text,
+)
+
 ID_DTYPE = np.int32
-# texts -> (every text's ids concatenated, each text's length)
-FlatEncode = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
 PROBES = (
     "Hello world. This is a test!  Another one? Yes.",
@@ -108,35 +119,18 @@ def _with_normalizer(spec: str, normalizer: dict[str, Any] | None) -> str:
     return json.dumps(data, ensure_ascii=False)
 
 
-def _interleave(
-    in_first: np.ndarray,
-    first: tuple[np.ndarray, np.ndarray],
-    second: tuple[np.ndarray, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """The flat ids of texts encoded in two groups, back in the texts' order; `in_first`
-    says which texts the first group holds."""
-    (ids_a, len_a), (ids_b, len_b) = first, second
-    lengths = np.empty(len(in_first), dtype=np.int64)
-    lengths[in_first] = len_a
-    lengths[~in_first] = len_b
-    source = np.empty(len(in_first), dtype=np.int64)  # each text's start in ids_a + ids_b
-    source[in_first] = np.cumsum(len_a) - len_a
-    source[~in_first] = len(ids_a) + np.cumsum(len_b) - len_b
-    starts = np.cumsum(lengths) - lengths
-    total = int(lengths.sum())
-    positions = np.repeat(source - starts, lengths) + np.arange(total, dtype=np.int64)
-    return np.concatenate([ids_a, ids_b])[positions], lengths
-
-
 class Prenormalized:
     """`tokenizers`' normalizer in this process, then `encode`: a candidate that reads
     the tokenizer.json without its normalizer. Special tokens are cut out before
-    normalizing, as `tokenizers` matches them in the raw text."""
+    normalizing, as `tokenizers` matches them in the raw text; a text whose normalized
+    words spell a special token (`<S>` lowercased to `<s>`, fullwidth `＜ｓ＞` under NFKC),
+    which the candidate would read as that token, goes to `reference`."""
 
-    def __init__(self, tok: Tokenizer, encode: FlatEncode) -> None:
+    def __init__(self, tok: Tokenizer, encode: FlatEncode, reference: FlatEncode) -> None:
         assert tok.normalizer is not None
         self.normalize = tok.normalizer.normalize_str
         self.encode = encode
+        self.reference = reference
         raw = sorted(
             (t["content"] for t in json.loads(tok.to_str())["added_tokens"] if not t["normalized"]),
             key=len,
@@ -144,14 +138,29 @@ class Prenormalized:
         )
         self.raw_tokens = re.compile("(" + "|".join(map(re.escape, raw)) + ")") if raw else None
 
-    def normalized(self, text: str) -> str:
-        if self.raw_tokens is None or self.raw_tokens.search(text) is None:
+    def normalized(self, text: str) -> str | None:
+        """`text` normalized outside its special tokens; None where a normalized part
+        holds a special token's text."""
+        if self.raw_tokens is None:
             return self.normalize(text)
+        if self.raw_tokens.search(text) is None:
+            out = self.normalize(text)
+            return None if self.raw_tokens.search(out) else out
         parts = self.raw_tokens.split(text)  # odd places hold the special tokens
-        return "".join(p if i % 2 else self.normalize(p) for i, p in enumerate(parts))
+        normal = [p if i % 2 else self.normalize(p) for i, p in enumerate(parts)]
+        if any(self.raw_tokens.search(p) for p in normal[::2]):
+            return None
+        return "".join(normal)
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        return self.encode([self.normalized(t) for t in texts])
+        normal = [self.normalized(t) for t in texts]
+        kept = [n for n in normal if n is not None]
+        if len(kept) == len(texts):
+            return self.encode(kept)
+        done = np.array([n is not None for n in normal], dtype=bool)
+        first = self.encode(kept)
+        second = self.reference([t for t, n in zip(texts, normal, strict=True) if n is None])
+        return interleave(done, first, second)
 
 
 # Text that is printable ASCII, tabs and line ends only. Candidates' normalizers differ
@@ -235,7 +244,7 @@ class SplitEncoder:
             return self.other(texts)
         first = self.plain([t for t, p in zip(texts, in_plain, strict=True) if p])
         second = self.other([t for t, p in zip(texts, in_plain, strict=True) if not p])
-        return _interleave(in_plain, first, second)
+        return interleave(in_plain, first, second)
 
 
 # Tried beside the vocabulary's own characters: Latin-1, Latin Extended-A and -B, general
@@ -262,27 +271,13 @@ def agreeing_characters(candidate: FlatEncode, reference: FlatEncode, chars: Seq
     ]
     groups = [chars[i : i + _GROUP] for i in range(0, len(chars), _GROUP)]
     texts = [" ".join(map(_contexts, g)) for g in groups]
-    same = _same_per_text(candidate, reference, texts)
+    same = same_per_text(candidate, reference, texts)
     out = [c for g, ok in zip(groups, same, strict=True) if ok for c in g]
     doubtful = [c for g, ok in zip(groups, same, strict=True) if not ok for c in g]
     if doubtful:
-        ok_each = _same_per_text(candidate, reference, [_contexts(c) for c in doubtful])
+        ok_each = same_per_text(candidate, reference, [_contexts(c) for c in doubtful])
         out += [c for c, ok in zip(doubtful, ok_each, strict=True) if ok]
     return "".join(sorted(out))
-
-
-def _same_per_text(a: FlatEncode, b: FlatEncode, texts: list[str]) -> list[bool]:
-    try:
-        (a_ids, a_len), (b_ids, b_len) = a(texts), b(texts)
-    except Exception:  # a candidate that fails here agrees on nothing
-        return [False] * len(texts)
-    a_at, b_at = np.cumsum(a_len) - a_len, np.cumsum(b_len) - b_len
-    return [
-        bool(n == m and np.array_equal(a_ids[i : i + n], b_ids[j : j + m]))
-        for i, n, j, m in zip(
-            a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True
-        )
-    ]
 
 
 class CharacterRoute:
@@ -434,7 +429,7 @@ def _split(
     other: FlatEncode | None = None
     if normalizer is not None:
         bare = _loaded(load, _with_normalizer(spec, None))
-        behind = None if bare is None else Prenormalized(tok, bare)
+        behind = None if bare is None else Prenormalized(tok, bare, reference)
         if behind is not None and _gives(behind, probes, want):
             other = behind
     checks = list(probes)
@@ -459,13 +454,24 @@ def _split(
     return split if _gives(split, checks, want) else None
 
 
-def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
+def package_label(name: str) -> str:
+    """A package's name and installed version, as the manifest records an encoder."""
+    try:
+        return f"{name} {importlib.metadata.version(name)}"
+    except importlib.metadata.PackageNotFoundError:
+        return name
+
+
+def fast_encoder(tok: Tokenizer) -> tuple[str, Guarded | Counted]:
     """(name, encode) of the fastest candidate and way ("tokie", or "tokie+split" behind
-    `tokenizers`' normalizer) that gives `tok`'s ids on every probe and alphabet probe, or
-    ("tokenizers", its own encode). `tok` must neither truncate nor pad."""
+    `tokenizers`' normalizer) that gives `tok`'s ids on every probe and alphabet probe,
+    guarded (`proven.Guarded`): it takes only texts inside the domain proven for it, and
+    `tokenizers` the others; or ("tokenizers", its own encode). Either way `encode.counts`
+    tallies the texts each encoder took. `tok` must neither truncate nor pad."""
     reference = tokenizers_encoder(tok)
+    label = package_label("tokenizers")
     if os.environ.get(ENCODER_VARIABLE) == "tokenizers":
-        return "tokenizers", reference
+        return "tokenizers", Counted(reference, label)
     spec = tok.to_str()
     alphabet = alphabet_probes(tok)
     probes = [*PROBES, *control_probes(), *alphabet]
@@ -475,16 +481,24 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
         if importlib.util.find_spec(name) is None:
             continue
         whole: FlatEncode | None = None
+        chosen: FlatEncode | None = None
         try:
             whole = load(spec)
         except Exception as err:  # a candidate that cannot read this tokenizer.json
             unreadable.append(f"{name} ({str(err).splitlines()[0][:80]})")
         else:
             if _gives(whole, probes, want):
-                return name, whole
-        split = _split(tok, load, whole, probes, want, "".join(alphabet).replace(" ", ""))
-        if split is not None:
-            return f"{name}+split", split
+                chosen = whole
+        way = name
+        if chosen is None:
+            chosen = _split(tok, load, whole, probes, want, "".join(alphabet).replace(" ", ""))
+            way = f"{name}+split"
+        if chosen is None:
+            continue
+        chars = proven_characters(chosen, reference)
+        if chars:
+            labels = (f"{package_label(name)}{way[len(name) :]}", label)
+            return way, Guarded(chosen, reference, chars, labels)
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
     # read the file is said, once per tokenizer and process.
     digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()
@@ -495,4 +509,4 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, FlatEncode]:
             "encoding with tokenizers",
             file=sys.stderr,
         )
-    return "tokenizers", reference
+    return "tokenizers", Counted(reference, label)

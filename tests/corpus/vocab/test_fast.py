@@ -121,7 +121,7 @@ def test_characters_are_taken_where_the_candidate_agrees_alone() -> None:
     assert route("a © ’ 가\t\n") and not route("é") and not route("a\x7f")
     name, encode = fast.fast_encoder(tok)
     if name == "tokie+split":  # what uncased WordPiece reads through tokie whole
-        taken = encode.other.route.chars
+        taken = encode.fast.other.route.chars
         assert "©" in taken and "’" in taken and "≠" not in taken  # tokie strips its overlay
 
 
@@ -176,6 +176,7 @@ def test_a_file_no_candidate_reads_is_said_once_and_differing_ids_not_at_all(
 @pytest.mark.parametrize("kind", ["bpe", "wordpiece-cased", "wordpiece", "unigram"])
 def test_shards_are_byte_identical_with_the_fast_encoder(kind, small_build, tmp_path, monkeypatch):
     """`cloze shard` with the chosen encoder writes the bytes `tokenizers` alone writes."""
+    from clozeworks.corpus.shards.recipes import ENCODER_COUNTER
     from clozeworks.corpus.vocab.train import save_tokenizer
     from clozeworks.pipelines.shard import ShardConfig, run_shard
     from clozeworks.schemas.manifest import read_manifest
@@ -183,7 +184,7 @@ def test_shards_are_byte_identical_with_the_fast_encoder(kind, small_build, tmp_
     paths, _ = small_build
     config = VocabConfig(vocab_size=2000, **KINDS[kind])
     save_tokenizer(train_tokenizer(DOCUMENTS, config), config, tmp_path / "tok")
-    sums = []
+    sums, encoded_by = [], {}
     for encoder in ("chosen", "tokenizers"):
         if encoder == "tokenizers":
             monkeypatch.setenv(fast.ENCODER_VARIABLE, "tokenizers")
@@ -191,8 +192,20 @@ def test_shards_are_byte_identical_with_the_fast_encoder(kind, small_build, tmp_
         settings = {"mode": "nsp", "max_seq_len": 64, "sequences_per_shard": 400}
         run_shard(ShardConfig(input=paths.docs, tokenizer=str(tmp_path / "tok"), output=str(out),
                               **settings))  # fmt: skip
-        sums.append([s.sha256 for s in read_manifest(out).shards])
+        manifest = read_manifest(out)
+        sums.append([s.sha256 for s in manifest.shards])
+        encoded_by[encoder] = {
+            k.removeprefix(ENCODER_COUNTER): v
+            for k, v in manifest.stats.items()
+            if k.startswith(ENCODER_COUNTER)
+        }
     assert sums[0] == sums[1] and sums[0]
+    # The manifest says which encoder made the ids, with versions, in sentences.
+    tokenizers_label = fast.package_label("tokenizers")
+    assert encoded_by["tokenizers"] == {tokenizers_label: sum(encoded_by["chosen"].values())}
+    if fast.importlib.util.find_spec("tokie") is not None:
+        tokie = fast.package_label("tokie")
+        assert any(k.startswith(tokie) and v > 0 for k, v in encoded_by["chosen"].items())
 
 
 def test_held_out_statistics_are_the_same_either_way(tokenizer, monkeypatch) -> None:
