@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
+from clozeworks.corpus.inspect.reencode import built_with
 from clozeworks.corpus.inspect.stats import BlockStats, padding_waste
 from clozeworks.corpus.shards.blocks import Block, ShardFormatError, iter_blocks, iter_blocks_from
 from clozeworks.corpus.shards.npy import load_npy_readonly
@@ -197,6 +198,7 @@ def shard_summary(
         **_content_summaries(totals, manifest, tokenizer, top_k),
         "per_shard": per_shard,
         "build_stats": manifest.stats,
+        "encoded_by": built_with(manifest),
         "problems": problems,
         "warnings": warnings,
     }

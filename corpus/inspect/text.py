@@ -117,6 +117,10 @@ def _shards(s: dict[str, Any]) -> list[str]:
             f"maskable tokens; {split}"
         )
         lines.append(f"  per seq    {_dist(pm['predictions_per_sequence'])}")
+    if s.get("encoded_by"):
+        total = sum(s["encoded_by"].values())
+        shares = ", ".join(f"{k} {_pct(v / total)}" for k, v in s["encoded_by"].items())
+        lines.append(f"  encoded by {shares} of {_n(total)} sentences")
     lines += _token_lines(s["token_stats"])
     lines.append(f"  {'shard':<20} {'sequences':>10} {'tokens':>13} {'bytes':>10}  state")
     for shard in s["per_shard"]:
@@ -126,6 +130,12 @@ def _shards(s: dict[str, Any]) -> list[str]:
         )
     if s["verified"] and not s["problems"]:
         lines.append("  verified: every checksum and block is intact")
+    if s.get("reencode"):
+        r = s["reencode"]
+        lines.append(
+            f"  reencoded  {_n(r['texts'])} decoded texts with {r['encoder']} and tokenizers: "
+            + ("the same ids" if not r["differ"] else f"{_n(r['differ'])} differ")
+        )
     for ex in s.get("examples", []):
         lines += _example_lines(ex)
     return lines

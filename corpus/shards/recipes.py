@@ -48,6 +48,8 @@ from clozeworks.schemas.errors import BadInputError
 GROUP_DOCS = 2048
 # Text per encode_batch_fast call; the Rust side splits a batch over every core.
 TOKENIZE_BATCH_CHARS = 1 << 20
+# Counter name prefix of the sentences each encoder (package, version, way) encoded.
+ENCODER_COUNTER = "shard.encoded_by."
 # What a key is derived for (corpus.shards.keys.derive's first field after the document key).
 _CHUNK, _STREAM_GROUP, _PAIR_GROUP, _PAIR = range(4)
 
@@ -152,6 +154,8 @@ def from_documents(r: Recipe, encoder: DocumentEncoder, ids: list[str], texts: l
         "shard.documents_without_tokens": int((sizes == 0).sum()),
         "shard.document_tokens": int(sizes.sum()),
     }
+    # Which encoder made the ids, in sentences (texts): the manifest's record of it.
+    counts.update({f"{ENCODER_COUNTER}{label}": n for label, n in encoder.take_counts().items()})
     keys = rk.string_keys(r.shard.seed, ids)
     if r.shard.mode in ("doc-sentences", "single"):
         made, more = packed(r, keys, batch)

@@ -40,6 +40,7 @@ SHARD_KEYS = {
     "premasked",
     "per_shard",
     "build_stats",
+    "encoded_by",
     "problems",
     "warnings",
 }

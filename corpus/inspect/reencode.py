@@ -1,0 +1,108 @@
+"""`cloze inspect SHARDS --reencode N`: does the encoder this machine would choose give
+`tokenizers`' ids on each shard's text?
+
+A shard holds ids, not text, so the text is the shard's own decoded: the first N
+sequences of every shard, cut at their special tokens into runs of ordinary ids, each run
+decoded with the shard set's tokenizer copy. Each text is encoded by the encoder
+`cloze shard` chooses here (corpus/vocab/fast.py, guarded) and by `tokenizers`
+(`encode_batch`, no special tokens); a text whose ids differ is a problem. The manifest's
+`stats` says which encoders made the set (`shard.encoded_by.*`); where this machine's
+differ from those, that is said as a warning, since then the check is of another encoder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clozeworks.corpus.shards.blocks import ShardFormatError, iter_blocks
+from clozeworks.corpus.shards.recipes import ENCODER_COUNTER
+from clozeworks.corpus.vocab.fast import fast_encoder, flat_ids
+from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer
+from clozeworks.schemas.errors import BadInputError
+from clozeworks.schemas.manifest import Manifest, read_manifest
+from clozeworks.schemas.sidecars import TOKENIZER_DIR, local
+
+MAX_EXAMPLES = 5
+
+
+def built_with(manifest: Manifest) -> dict[str, int]:
+    """Sentences each encoder made, as the manifest's counters recorded (empty for sets
+    built before they were)."""
+    return {
+        key.removeprefix(ENCODER_COUNTER): int(value)
+        for key, value in manifest.stats.items()
+        if key.startswith(ENCODER_COUNTER)
+    }
+
+
+def shard_texts(directory: Path, manifest: Manifest, per_shard: int) -> list[str]:
+    """The first `per_shard` sequences of every shard, decoded run by run between special
+    tokens. A damaged shard gives what read before the damage (the summary names it)."""
+    info = load_tokenizer(local(directory, TOKENIZER_DIR))
+    special = np.array(sorted(set(info.all_special_ids) | set(manifest.special_tokens.values())))
+    decode = info.tokenizer.decode
+    texts: list[str] = []
+    for shard in manifest.shards:
+        taken = 0
+        try:
+            for _, block in iter_blocks(directory / shard.name):
+                for i in range(min(len(block), per_shard - taken)):
+                    ids = block.sequence(i)
+                    cut = np.flatnonzero(np.isin(ids, special))
+                    for run in np.split(ids, cut):
+                        run = run[~np.isin(run, special)]
+                        if len(run):
+                            texts.append(decode(run.tolist(), skip_special_tokens=True))
+                    taken += 1
+                if taken >= per_shard:
+                    break
+        except ShardFormatError:
+            continue
+    return texts
+
+
+def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
+    """{"texts", "differ", "encoder", "built_with", "examples", "warnings"} for the first
+    `per_shard` sequences of every shard (`examples`: a few texts whose ids differ)."""
+    manifest = read_manifest(directory)
+    where = local(directory, TOKENIZER_DIR)
+    if not (where / TOKENIZER_FILE).is_file():
+        raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
+    tok = load_tokenizer(where).tokenizer
+    tok.no_truncation()
+    tok.no_padding()
+    texts = shard_texts(directory, manifest, per_shard)
+    way, encode = fast_encoder(tok)
+    got = encode(texts)
+    want = flat_ids([e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
+    differ = [t for t, same in zip(texts, _same_each(got, want), strict=True) if not same]
+    built = built_with(manifest)
+    here = sorted(label for label, n in encode.counts.items() if n)
+    warnings = []
+    if built and not set(here) <= set(built):
+        warnings.append(
+            f"the set was encoded by {', '.join(sorted(built))}; this machine's encoder is "
+            f"{', '.join(here) or way}, so --reencode checked that one"
+        )
+    return {
+        "texts": len(texts),
+        "differ": len(differ),
+        "encoder": way,
+        "encoded_here": dict(encode.counts),
+        "built_with": built,
+        "examples": [t[:200] for t in differ[:MAX_EXAMPLES]],
+        "warnings": warnings,
+    }
+
+
+def _same_each(
+    got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]
+) -> list[bool]:
+    """Per text, whether two flat encodings (ids, lengths) of the same texts agree."""
+    (a, a_len), (b, b_len) = got, want
+    a_at, b_at = np.cumsum(a_len) - a_len, np.cumsum(b_len) - b_len
+    rows = zip(a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True)
+    return [n == m and bool(np.array_equal(a[i : i + n], b[j : j + m])) for i, n, j, m in rows]
