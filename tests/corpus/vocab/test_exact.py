@@ -8,11 +8,9 @@ fast path does not take a text, `tokenizers` encodes it, so every comparison her
 
 from __future__ import annotations
 
-import gettext
 import itertools
 import random
 import unicodedata
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,10 +20,10 @@ from hypothesis import strategies as st
 from clozeworks.corpus.text.sentences import split_sentences
 from clozeworks.corpus.vocab import fast, proven
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from tests.corpus.catalogs import LOCALES, catalog_text
 from tests.corpus.text import real_documents
 from tests.corpus.vocab.test_fast import KINDS
 
-LOCALES = Path("/usr/share/locale")
 # Catalog directories of this many languages at least, in many scripts.
 LANGUAGE_CODES = (
     "ar bg cs de el es fa fr he hi hu id it ja ka ko nl pl pt_BR ro ru sv th tr uk vi zh_CN zh_TW"
@@ -40,26 +38,9 @@ RUNS = [
 ]
 
 
-def catalog_text(language: str) -> str:
-    """The translations of `language`'s catalogs, as paragraphs, up to CATALOG_CHARS."""
-    out: list[str] = []
-    size = 0
-    for path in sorted((LOCALES / language / "LC_MESSAGES").glob("*.mo")):
-        with open(path, "rb") as f:
-            try:
-                catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
-            except (OSError, UnicodeDecodeError):  # a catalog in another charset
-                continue
-        for key, value in sorted(catalog.items(), key=str):
-            if key and value and size < CATALOG_CHARS:
-                out.append(value)
-                size += len(value)
-    return "\n\n".join(out)
-
-
 @pytest.fixture(scope="module")
 def catalogs() -> dict[str, str]:
-    found = {lang: text for lang in LANGUAGES if (text := catalog_text(lang))}
+    found = {lang: text for lang in LANGUAGES if (text := catalog_text(lang, CATALOG_CHARS))}
     assert len(found) >= 15, f"gettext catalogs of only {sorted(found)} under {LOCALES}"
     return found
 
