@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Literal, get_args
 
+from clozeworks.corpus.text.encoding import decode_page
 from clozeworks.corpus.text.records import (
     RawDocument,
     ReadOptions,
@@ -49,18 +50,10 @@ def require_web(extractor: str) -> None:
 
 
 def decode(body: bytes, charset: str | None) -> str:
-    """A page's text: in the charset the server declared if Python knows it, else the one
-    Resiliparse detects; undecodable bytes replaced (Resiliparse's fallbacks)."""
-    import codecs
-
-    from resiliparse.parse.encoding import bytes_to_str, detect_encoding
-
-    if charset:
-        try:
-            codecs.lookup(charset)
-        except (LookupError, ValueError):  # `uft-8`, `text/html`, a NUL: what servers send
-            charset = None
-    return str(bytes_to_str(body, charset or detect_encoding(body) or "utf-8"))
+    """A page's text, its encoding sniffed as the WHATWG HTML standard does
+    (corpus/text/encoding.py): BOM, the server's charset, `<meta>`, valid UTF-8, then
+    Resiliparse's detection; undecodable bytes replaced."""
+    return decode_page(body, charset)
 
 
 def _resiliparse(body: bytes, charset: str | None) -> tuple[str, str | None]:
