@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from clozeworks.commands.flags import flag_of
 from clozeworks.schemas import errors
-from clozeworks.schemas.errors import ClozeError, DryRun, SettingError
+from clozeworks.schemas.errors import ClozeError, DryRun, SettingError, signal_exit_code
 
 # Verb -> the module that implements it. A verb's module pulls in Beam or torch (seconds of
 # imports), so only the verb being run is imported; `cloze --help` imports them all.
@@ -231,8 +231,8 @@ def _not_beam(flags: Sequence[str], beam: dict[str, bool]) -> list[str]:
     return bad
 
 
-# The exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
-INTERRUPTED = 130
+# The exit code of a run stopped by Ctrl-C (schemas.errors.signal_exit_code).
+INTERRUPTED = signal_exit_code("SIGINT")
 
 # Flags of `cloze` itself, before the command.
 GLOBAL_FLAGS = ("--verbose", "-v", "--debug", "--version")

@@ -75,3 +75,14 @@ class DryRun(Exception):
         where = f"; the job is in {job_file}" if job_file else ""
         super().__init__(f"dry run: {runner} job of {steps} steps translated, not run{where}")
         self.job_file = job_file
+
+
+def signal_exit_code(name: str) -> int:
+    """The exit code of a command that a signal (`SIGINT`, `SIGTERM`) stopped before its
+    work was done: 128 + the signal's number, as a shell reports a process the signal
+    ended (130 for Ctrl-C, 143 for SIGTERM). One rule for every verb: a stage interrupted
+    mid-run and a training run that stopped at a committed checkpoint alike, so that
+    `cloze train ... && cloze export ...` never exports a run that did not finish."""
+    import signal
+
+    return 128 + int(signal.Signals[name])

@@ -20,6 +20,7 @@ class and are refused.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,19 @@ from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.metrics import METRICS_FILE, read_metrics
 
 CONFIG_FILE = "config.json"
+# A checkpoint's directory in a run (trainer.checkpoint.step_dir).
+STEP_DIR = re.compile(r"step-(\d+)")
 
 
 def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module, dict[str, Any]]:
     """The run's config, its model with the weights of `step` (newest if None), config.json."""
     path = run / CONFIG_FILE
+    checkpoint = STEP_DIR.fullmatch(run.name)
+    if not path.is_file() and checkpoint and (run.parent / CONFIG_FILE).is_file():
+        raise UsageError(
+            f"{run} is a checkpoint of the run {run.parent}: --run {run.parent} "
+            f"--step {int(checkpoint[1])}"
+        )
     if not path.is_file():
         raise BadInputError(f"{run}: no {CONFIG_FILE}, so this is not a training run directory")
     raw = read_json_object(path)

@@ -2,7 +2,8 @@
 
 A signal only asks: the loop finishes the step it is in, every rank learns of it in the
 step's own all-reduce (no extra collective), a committed checkpoint is written, and the
-run exits 0, so `--resume` continues exactly. A second signal acts as it would have
+run exits 128 + the signal's number (`schemas.errors.signal_exit_code`: it did not finish),
+so that `--resume` continues exactly. A second signal acts as it would have
 without us (SIGINT raises KeyboardInterrupt, SIGTERM terminates); a checkpoint being
 written then is left uncommitted, and resume ignores it.
 """

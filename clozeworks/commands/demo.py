@@ -19,6 +19,7 @@ from clozeworks.corpus.text.probe import write_package_task
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
 from clozeworks.pipelines.clean import CleanSettings
+from clozeworks.schemas.errors import signal_exit_code
 from clozeworks.trainer.config import override
 from clozeworks.trainer.finetune.run import run_finetune
 from clozeworks.trainer.finetune.tasks import load_task
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     summary = train(
         config, Path(paths.shards), run_dir, progress=progress_wanted(args), overwrite=True
     )
+    if summary.stopped_by:  # the trainer said where it stopped; nothing more to show
+        return signal_exit_code(summary.stopped_by)
     print()
     print(render(shard_summary(Path(paths.shards), verify=True)))
     print(render(run_summary(run_dir)))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.corpus.outputs import check_apart
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import UsageError, signal_exit_code
 from clozeworks.schemas.kinds import MASK_KINDS, PRECISIONS
 from clozeworks.trainer.config import (
     COMMAND_LINE,
@@ -371,6 +371,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         progress=progress_wanted(args),
         overwrite=args.overwrite,
     )
+    if summary.stopped_by:  # every rank stops, and says so the same way
+        return signal_exit_code(summary.stopped_by)
     if summary.rank != 0 or summary.first_loss is None or summary.last_loss is None:
         return 0  # another rank reports, or there was nothing left to train
     done = summary.steps - summary.resumed_from

@@ -115,7 +115,9 @@ def test_export_loads_and_gives_our_logits(family, extra, objectives, expected, 
             assert torch.allclose(a, b, atol=1e-4, rtol=0), (a - b).abs().max()
 
 
-def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards, tmp_path) -> None:
+def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(
+    nsp_shards, tmp_path, capsys
+) -> None:
     config = tmp_path / "small.toml"
     config.write_text(
         "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n"
@@ -145,6 +147,11 @@ def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(nsp_shards,
     batch = tok(
         ["the quick brown fox", "returns the value of x"], padding=True, return_tensors="pt"
     )
+    # A checkpoint's directory given as the run: the command to type instead.
+    capsys.readouterr()
+    assert main(["export", "--run", str(run / "step-0000002"), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"is a checkpoint of the run {run}: --run {run} --step 2" in err
     train_config, model, _ = load_run(run)
     assert json.loads((run / "config.json").read_text())["data"] == str(nsp_shards)
     mine = ours(model, train_config.model, dict(batch))
