@@ -55,6 +55,7 @@ from clozeworks.corpus.vocab.proven import (
     Guarded,
     interleave,
     proven_characters,
+    run_limit,
     same_per_text,
 )
 
@@ -498,7 +499,7 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, Guarded | Counted]:
         chars = proven_characters(chosen, reference)
         if chars:
             labels = (f"{package_label(name)}{way[len(name) :]}", label)
-            return way, Guarded(chosen, reference, chars, labels)
+            return way, Guarded(chosen, reference, chars, labels, run_limit(tok.get_vocab()))
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
     # read the file is said, once per tokenizer and process.
     digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()

@@ -13,8 +13,11 @@ chosen, and `tokenizers` encodes the rest:
   before a contraction). The characters tried are every assigned character of the Basic
   Multilingual Plane; a character past it, unassigned in this Python's Unicode (14.0 for
   3.11), private or a surrogate is never taken;
-- no run of `LONGEST_RUN` characters without whitespace, or of whitespace (a pre-token is
-  at most that long, so at most 192 bytes: no 256-byte token, no chunking);
+- no run of `run_limit` characters without whitespace, or of whitespace: a pre-token is at
+  most that long. That is `LONG_RUN` (1024 characters, at most 3 KB in the Basic
+  Multilingual Plane, well below where tokie chunks) for a vocabulary whose longest token
+  has fewer than `LONG_TOKEN_BYTES`, else `SHORT_RUN` (64 characters, at most 192 bytes,
+  so no token of 256 bytes can be met);
 - no tab before an apostrophe (the one pattern of ASCII characters where tokie's
   pre-tokenizer differs: tests/corpus/vocab/test_exact.py tries every three ASCII
   characters).
@@ -27,14 +30,16 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 # texts -> (every text's ids concatenated, each text's length)
 FlatEncode = Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]
 
-LONGEST_RUN = 64
+SHORT_RUN = 64
+LONG_RUN = 1024
+LONG_TOKEN_BYTES = 250
 # The one ASCII pattern found where tokie's pre-tokenizer differs from `tokenizers`'
 # (byte-level BPE: `'s`, `'t`, `'m`, `'d` after a tab), kept out for every kind.
 HAZARDS = (r"\t'",)
@@ -102,40 +107,62 @@ def character_class(chars: str) -> str:
     return "".join(parts)
 
 
-def outside_pattern(chars: str) -> re.Pattern[str]:
-    """Matches anywhere a text leaves the proven domain of `chars`."""
-    run = LONGEST_RUN
-    alternatives = [*HAZARDS, rf"\S{{{run}}}", rf"\s{{{run}}}"]
-    if chars:
-        alternatives.insert(0, f"[^{character_class(chars)}]")
-    else:
-        alternatives.insert(0, ".")
-    return re.compile("|".join(alternatives), re.DOTALL)
+def run_limit(vocabulary: Iterable[str]) -> int:
+    """The longest run of non-space (or space) characters the fast path takes, for a
+    vocabulary (its tokens' text; its longest, in UTF-8, bounds the bytes a token stands
+    for from above)."""
+    longest = max((len(t.encode("utf-8")) for t in vocabulary), default=0)
+    return SHORT_RUN if longest >= LONG_TOKEN_BYTES else LONG_RUN
 
 
 class Guarded:
-    """`fast` for the texts inside the domain proven for it (`chars`, no long run, no
-    hazard), `reference` for the others; ids back in the texts' order. `counts` tallies
-    the texts each encoded, under `labels` (fast's, reference's)."""
+    """`fast` for the texts inside the domain proven for it (only `chars`, no run of
+    `longest_run` characters, no hazard), `reference` for the others; ids back in the
+    texts' order. `counts` tallies the texts each encoded, under `labels` (fast's,
+    reference's)."""
 
     def __init__(
-        self, fast: FlatEncode, reference: FlatEncode, chars: str, labels: tuple[str, str]
+        self,
+        fast: FlatEncode,
+        reference: FlatEncode,
+        chars: str,
+        labels: tuple[str, str],
+        longest_run: int = SHORT_RUN,
     ) -> None:
         self.fast = fast
         self.reference = reference
         self.chars = chars
-        self.outside = outside_pattern(chars)
+        self.longest_run = longest_run
+        self.other_char = re.compile(f"[^{character_class(chars)}]" if chars else ".", re.DOTALL)
+        # Anchored after a character of the other kind, so each run is scanned once.
+        n = longest_run
+        self.runs = re.compile(rf"(?<!\S)\S{{{n}}}|(?<!\s)\s{{{n}}}")
         self.labels = labels
         self.label = labels[1]  # where `tokenizers` is counted, as in `Counted`
         self.counts = dict.fromkeys(labels, 0)
 
+    def outside(self, text: str) -> bool:
+        """Whether `text` leaves the proven domain."""
+        return (
+            self.other_char.search(text) is not None
+            or _HAZARD.search(text) is not None
+            or (len(text) >= self.longest_run and self.runs.search(text) is not None)
+        )
+
     def inside(self, texts: Sequence[str]) -> np.ndarray:
-        """Whether each text is inside the proven domain. One search over the batch
-        joined by line ends first: most batches are wholly inside."""
-        if self.outside.search("\n".join(texts)) is None:
-            return np.ones(len(texts), dtype=bool)
-        search = self.outside.search
-        return np.fromiter((search(t) is None for t in texts), dtype=bool, count=len(texts))
+        """Whether each text is inside the proven domain. Characters and hazards are
+        sought in the batch joined by line ends first (most batches have none), runs only
+        in texts long enough to hold one."""
+        joined = "\n".join(texts)
+        if self.other_char.search(joined) is None and _HAZARD.search(joined) is None:
+            n, runs = self.longest_run, self.runs
+            return np.fromiter(
+                (len(t) < n or runs.search(t) is None for t in texts),
+                dtype=bool,
+                count=len(texts),
+            )
+        outside = self.outside
+        return np.fromiter((not outside(t) for t in texts), dtype=bool, count=len(texts))
 
     def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         inside = self.inside(texts)

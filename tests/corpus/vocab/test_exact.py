@@ -85,7 +85,7 @@ def _in_contexts(char: str) -> list[str]:
     brackets and contractions; repeated just short of the longest run and far past it."""
     c = char
     around = f"{c} x {c} y\t{c}\nAb{c}cd {c}{c}{c} '{c}' ({c}) {c}. {c}ing {c}'s"
-    return [around, c * (proven.LONGEST_RUN - 1), c * 300]
+    return [around, c * (proven.SHORT_RUN - 1), c * 300]
 
 
 def test_every_code_point_in_context(encoders) -> None:
@@ -95,8 +95,7 @@ def test_every_code_point_in_context(encoders) -> None:
     if not isinstance(encode, proven.Guarded):
         pytest.skip("the fast path is not chosen")
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    outside = encode.outside.search
-    taken = [c for c in chars if outside(c) is None]
+    taken = [c for c in chars if not encode.outside(c)]
     assert all(unicodedata.category(c) not in ("Cn", "Co") and ord(c) < 0x10000 for c in taken)
     texts = [t for c in taken for t in _in_contexts(c)]
     inside = encode.inside(texts)
@@ -104,9 +103,53 @@ def test_every_code_point_in_context(encoders) -> None:
     for i in range(0, len(fast_texts), 20_000):
         batch = fast_texts[i : i + 20_000]
         assert not differing(encode.fast, reference, batch)
-    left_out = random.Random(0).sample([c for c in chars if outside(c) is not None], 2000)
+    left_out = random.Random(0).sample([c for c in chars if encode.outside(c)], 2000)
     texts = [t for c in left_out for t in _in_contexts(c)]
     assert not encode.inside(texts).any()
+    assert not differing(encode, reference, texts)
+
+
+@pytest.fixture(scope="module", params=list(KINDS))
+def long_runs(request):
+    """(chosen encode, reference) for a vocabulary without long tokens: the fast path takes
+    runs of up to `proven.LONG_RUN` characters there."""
+    tok = train_tokenizer(DOCUMENTS, VocabConfig(vocab_size=3000, **KINDS[request.param]))
+    _, encode = fast.fast_encoder(tok)
+
+    def reference(texts):
+        return fast.flat_ids([e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
+
+    return encode, reference
+
+
+def test_long_runs_without_long_tokens(long_runs) -> None:
+    """Runs of one character and of random letters of several scripts, at and past the
+    run limit (tokie chunked pre-tokens of about 10 KB), with and without a long token."""
+    encode, reference = long_runs
+    if isinstance(encode, proven.Guarded):
+        assert encode.longest_run == proven.LONG_RUN
+    rng = random.Random(0)
+    alphabets = [
+        "é",
+        "=",
+        "-",
+        "한",
+        "の",
+        "中",
+        " ",
+        "\u3000",
+        "a",
+        "1",
+        "éa",
+        "한국어",
+        "の中文",
+        "ab",
+    ]
+    texts = []
+    for alphabet in alphabets:
+        for n in (63, 64, 200, 255, 256, 1023, 1024, 3400, 12_000):
+            texts.append("".join(rng.choice(alphabet) for _ in range(n)))
+            texts.append(f"x {texts[-1]} y")
     assert not differing(encode, reference, texts)
 
 
