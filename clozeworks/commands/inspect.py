@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="decode N sequences of every shard and encode the text with the fast encoder "
         "and with tokenizers; exit 1 if any ids differ (shard sets; about 1 s to choose the "
-        "encoder, then ~1 ms a sequence)",
+        "encoder, then ~0.2 ms a sequence)",
     )
     p.add_argument(
         "--batch-size",
