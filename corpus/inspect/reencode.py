@@ -20,6 +20,7 @@ import numpy as np
 from clozeworks.corpus.shards.blocks import ShardFormatError, iter_blocks
 from clozeworks.corpus.shards.recipes import ENCODER_COUNTER
 from clozeworks.corpus.vocab.fast import fast_encoder, flat_ids
+from clozeworks.corpus.vocab.proven import same_each
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.manifest import Manifest, read_manifest
@@ -78,7 +79,7 @@ def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
     way, encode = fast_encoder(tok)
     got = encode(texts)
     want = flat_ids([e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
-    differ = [t for t, same in zip(texts, _same_each(got, want), strict=True) if not same]
+    differ = [t for t, same in zip(texts, same_each(got, want), strict=True) if not same]
     built = built_with(manifest)
     here = sorted(label for label, n in encode.counts.items() if n)
     warnings = []
@@ -96,13 +97,3 @@ def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
         "examples": [t[:200] for t in differ[:MAX_EXAMPLES]],
         "warnings": warnings,
     }
-
-
-def _same_each(
-    got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]
-) -> list[bool]:
-    """Per text, whether two flat encodings (ids, lengths) of the same texts agree."""
-    (a, a_len), (b, b_len) = got, want
-    a_at, b_at = np.cumsum(a_len) - a_len, np.cumsum(b_len) - b_len
-    rows = zip(a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True)
-    return [n == m and bool(np.array_equal(a[i : i + n], b[j : j + m])) for i, n, j, m in rows]

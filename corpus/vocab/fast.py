@@ -56,7 +56,6 @@ from clozeworks.corpus.vocab.proven import (
     interleave,
     proven_characters,
     run_limit,
-    same_per_text,
 )
 
 ID_DTYPE = np.int32
@@ -251,9 +250,6 @@ class SplitEncoder:
 # Tried beside the vocabulary's own characters: Latin-1, Latin Extended-A and -B, general
 # punctuation and currency signs (what English documents hold beyond ASCII: ©, é, ’, —).
 _COMMON_BLOCKS = (range(0xA0, 0x250), range(0x2000, 0x2070), range(0x20A0, 0x20D0))
-# Texts of this many characters' contexts are compared at once; a group that differs is
-# compared character by character.
-_GROUP = 64
 
 
 def _contexts(char: str) -> str:
@@ -270,15 +266,7 @@ def agreeing_characters(candidate: FlatEncode, reference: FlatEncode, chars: Seq
         for c in dict.fromkeys(chars)
         if unicodedata.category(c)[0] not in "CMZ" and not 0x1100 <= ord(c) <= 0x11FF
     ]
-    groups = [chars[i : i + _GROUP] for i in range(0, len(chars), _GROUP)]
-    texts = [" ".join(map(_contexts, g)) for g in groups]
-    same = same_per_text(candidate, reference, texts)
-    out = [c for g, ok in zip(groups, same, strict=True) if ok for c in g]
-    doubtful = [c for g, ok in zip(groups, same, strict=True) if not ok for c in g]
-    if doubtful:
-        ok_each = same_per_text(candidate, reference, [_contexts(c) for c in doubtful])
-        out += [c for c, ok in zip(doubtful, ok_each, strict=True) if ok]
-    return "".join(sorted(out))
+    return proven_characters(candidate, reference, chars, _contexts)
 
 
 class CharacterRoute:

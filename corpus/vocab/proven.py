@@ -68,30 +68,39 @@ def candidate_characters() -> list[str]:
 def same_per_text(a: FlatEncode, b: FlatEncode, texts: list[str]) -> list[bool]:
     """For each text, whether `a` and `b` give it the same ids; all False if `a` fails."""
     try:
-        (a_ids, a_len), (b_ids, b_len) = a(texts), b(texts)
+        got, want = a(texts), b(texts)
     except Exception:  # a candidate that fails here agrees on nothing
         return [False] * len(texts)
+    return same_each(got, want)
+
+
+def same_each(
+    got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]
+) -> list[bool]:
+    """Per text, whether two flat encodings (ids, lengths) of the same texts agree."""
+    (a_ids, a_len), (b_ids, b_len) = got, want
     a_at, b_at = np.cumsum(a_len) - a_len, np.cumsum(b_len) - b_len
+    rows = zip(a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True)
     return [
-        bool(n == m and np.array_equal(a_ids[i : i + n], b_ids[j : j + m]))
-        for i, n, j, m in zip(
-            a_at.tolist(), a_len.tolist(), b_at.tolist(), b_len.tolist(), strict=True
-        )
+        n == m and bool(np.array_equal(a_ids[i : i + n], b_ids[j : j + m])) for i, n, j, m in rows
     ]
 
 
 def proven_characters(
-    candidate: FlatEncode, reference: FlatEncode, chars: Sequence[str] | None = None
+    candidate: FlatEncode,
+    reference: FlatEncode,
+    chars: Sequence[str] | None = None,
+    contexts_of: Callable[[str], str] = contexts,
 ) -> str:
     """Those of `chars` (by default `candidate_characters()`) on which `candidate` gives
-    `reference`'s ids in every one of `contexts`, sorted."""
+    `reference`'s ids in every one of `contexts_of(char)`, sorted."""
     chars = list(dict.fromkeys(candidate_characters() if chars is None else chars))
     groups = [chars[i : i + GROUP] for i in range(0, len(chars), GROUP)]
-    same = same_per_text(candidate, reference, [" ".join(map(contexts, g)) for g in groups])
+    same = same_per_text(candidate, reference, [" ".join(map(contexts_of, g)) for g in groups])
     out = [c for g, ok in zip(groups, same, strict=True) if ok for c in g]
     doubtful = [c for g, ok in zip(groups, same, strict=True) if not ok for c in g]
     if doubtful:
-        ok_each = same_per_text(candidate, reference, [contexts(c) for c in doubtful])
+        ok_each = same_per_text(candidate, reference, [contexts_of(c) for c in doubtful])
         out += [c for c, ok in zip(doubtful, ok_each, strict=True) if ok]
     return "".join(sorted(out))
 
