@@ -167,7 +167,5 @@ def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         check = reencode(path, args.reencode)
         summary["reencode"] = check
         summary["warnings"] = [*summary["warnings"], *check["warnings"]]
-        if check["differ"]:
-            problem = f"{check['differ']} of {check['texts']} decoded texts get other ids"
-            summary["problems"] = [*summary["problems"], {"shard": "*", "problem": problem}]
+        summary["problems"] = [*summary["problems"], *check["problems"]]
     return summary

@@ -17,32 +17,22 @@ from typing import Any
 
 import numpy as np
 
+from clozeworks.corpus.inspect.shards import built_with, decoding_tokenizer
 from clozeworks.corpus.shards.blocks import ShardFormatError, iter_blocks
-from clozeworks.corpus.shards.recipes import ENCODER_COUNTER
 from clozeworks.corpus.vocab.fast import fast_encoder, flat_ids
 from clozeworks.corpus.vocab.proven import same_each
-from clozeworks.corpus.vocab.train import TOKENIZER_FILE, load_tokenizer
-from clozeworks.schemas.errors import BadInputError
+from clozeworks.corpus.vocab.train import TokenizerInfo
 from clozeworks.schemas.manifest import Manifest, read_manifest
-from clozeworks.schemas.sidecars import TOKENIZER_DIR, local
 
 MAX_EXAMPLES = 5
 
 
-def built_with(manifest: Manifest) -> dict[str, int]:
-    """Sentences each encoder made, as the manifest's counters recorded (empty for sets
-    built before they were)."""
-    return {
-        key.removeprefix(ENCODER_COUNTER): int(value)
-        for key, value in manifest.stats.items()
-        if key.startswith(ENCODER_COUNTER)
-    }
-
-
-def shard_texts(directory: Path, manifest: Manifest, per_shard: int) -> list[str]:
+def shard_texts(
+    directory: Path, manifest: Manifest, info: TokenizerInfo, per_shard: int
+) -> list[str]:
     """The first `per_shard` sequences of every shard, decoded run by run between special
-    tokens. A damaged shard gives what read before the damage (the summary names it)."""
-    info = load_tokenizer(local(directory, TOKENIZER_DIR))
+    tokens with `info`. A damaged shard gives what read before the damage (the summary
+    names it)."""
     special = np.array(sorted(set(info.all_special_ids) | set(manifest.special_tokens.values())))
     decode = info.tokenizer.decode
     texts: list[str] = []
@@ -66,16 +56,15 @@ def shard_texts(directory: Path, manifest: Manifest, per_shard: int) -> list[str
 
 
 def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
-    """{"texts", "differ", "encoder", "built_with", "examples", "warnings"} for the first
-    `per_shard` sequences of every shard (`examples`: a few texts whose ids differ)."""
+    """{"texts", "differ", "encoder", "encoded_here", "built_with", "examples",
+    "warnings", "problems"} for the first `per_shard` sequences of every shard
+    (`examples`: a few texts whose ids differ; `problems` as `shard_summary` lists them)."""
     manifest = read_manifest(directory)
-    where = local(directory, TOKENIZER_DIR)
-    if not (where / TOKENIZER_FILE).is_file():
-        raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
-    tok = load_tokenizer(where).tokenizer
+    info = decoding_tokenizer(directory)
+    texts = shard_texts(directory, manifest, info, per_shard)
+    tok = info.tokenizer
     tok.no_truncation()
     tok.no_padding()
-    texts = shard_texts(directory, manifest, per_shard)
     way, encode = fast_encoder(tok)
     got = encode(texts)
     want = flat_ids([e.ids for e in tok.encode_batch(texts, add_special_tokens=False)])
@@ -88,6 +77,10 @@ def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
             f"the set was encoded by {', '.join(sorted(built))}; this machine's encoder is "
             f"{', '.join(here) or way}, so --reencode checked that one"
         )
+    problems = []
+    if differ:
+        problem = f"{len(differ)} of {len(texts)} decoded texts get other ids"
+        problems.append({"shard": "*", "problem": problem})
     return {
         "texts": len(texts),
         "differ": len(differ),
@@ -96,4 +89,5 @@ def reencode(directory: Path, per_shard: int) -> dict[str, Any]:
         "built_with": built,
         "examples": [t[:200] for t in differ[:MAX_EXAMPLES]],
         "warnings": warnings,
+        "problems": problems,
     }

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
-from clozeworks.corpus.inspect.reencode import built_with
 from clozeworks.corpus.inspect.stats import BlockStats, padding_waste
 from clozeworks.corpus.shards.blocks import Block, ShardFormatError, iter_blocks, iter_blocks_from
 from clozeworks.corpus.shards.npy import load_npy_readonly
 from clozeworks.corpus.shards.readahead import ReadAhead
+from clozeworks.corpus.shards.recipes import ENCODER_COUNTER
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, TokenizerInfo, load_tokenizer
 from clozeworks.schemas.errors import BadInputError, ClozeError
 from clozeworks.schemas.kinds import PAIR_MODES
@@ -275,16 +275,31 @@ def _tokenizer_copy(
     return info
 
 
+def decoding_tokenizer(directory: Path) -> TokenizerInfo:
+    """The shard set's tokenizer copy; BadInputError if it has none to decode with."""
+    where = local(directory, TOKENIZER_DIR)
+    if not (where / TOKENIZER_FILE).is_file():
+        raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
+    return load_tokenizer(where)
+
+
+def built_with(manifest: Manifest) -> dict[str, int]:
+    """Sentences each encoder made, as the manifest's counters recorded (empty for sets
+    built before they were)."""
+    return {
+        key.removeprefix(ENCODER_COUNTER): int(value)
+        for key, value in manifest.stats.items()
+        if key.startswith(ENCODER_COUNTER)
+    }
+
+
 def decode_examples(directory: Path, count: int) -> list[dict[str, Any]]:
     """The first `count` sequences of a shard set as text, with everything visible:
     special tokens in place, each pair's segments and label, and for pre-masked shards
     every prediction (position, what the input holds, the original token).
     BadInputError if the shard set has no tokenizer copy to decode with."""
     manifest = read_manifest(directory)
-    where = local(directory, TOKENIZER_DIR)
-    if not (where / TOKENIZER_FILE).is_file():
-        raise BadInputError(f"{where}: no {TOKENIZER_FILE} to decode sequences with")
-    info = load_tokenizer(where)
+    info = decoding_tokenizer(directory)
     names = LABEL_NAMES.get(manifest.mode)
     out: list[dict[str, Any]] = []
     for shard in manifest.shards:

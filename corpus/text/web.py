@@ -49,18 +49,11 @@ def require_web(extractor: str) -> None:
 # --- extractors: HTML bytes (and the charset the server gave) -> (main text, language) -----
 
 
-def decode(body: bytes, charset: str | None) -> str:
-    """A page's text, its encoding sniffed as the WHATWG HTML standard does
-    (corpus/text/encoding.py): BOM, the server's charset, `<meta>`, valid UTF-8, then
-    Resiliparse's detection; undecodable bytes replaced."""
-    return decode_page(body, charset)
-
-
 def _resiliparse(body: bytes, charset: str | None) -> tuple[str, str | None]:
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
-    html = decode(body, charset)
+    html = decode_page(body, charset)
     tree = HTMLTree.parse(html)
     root = tree.document.query_selector("html") if tree.document is not None else None
     language = root.getattr("lang") if root is not None else None
@@ -73,7 +66,7 @@ def _resiliparse(body: bytes, charset: str | None) -> tuple[str, str | None]:
 def _trafilatura(body: bytes, charset: str | None) -> tuple[str, str | None]:
     import trafilatura
 
-    html = decode(body, charset)
+    html = decode_page(body, charset)
     # As datatrove's Trafilatura step calls it (FineWeb's settings).
     text = trafilatura.extract(html, favor_precision=True, include_comments=False, deduplicate=True)
     return text or "", None
