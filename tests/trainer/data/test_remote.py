@@ -139,3 +139,15 @@ def test_cloze_inspect_reads_a_shard_set_by_url(served, capsys) -> None:
         assert "nowhere: no readable .manifest.json" in capsys.readouterr().err
     for key in ("sequences", "tokens", "read", "sequence_length", "problems"):
         assert remote[key] == local[key], key
+
+
+def test_cloze_inspect_reencodes_a_shard_set_on_s3(served, capsys) -> None:
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    assert main(["inspect", "--json", "--reencode", "5", str(served / "shards")]) == 0
+    local = json.loads(capsys.readouterr().out)["reencode"]
+    with s3_server():
+        upload(served / "shards", "s3://corpus/reencode")
+        assert main(["inspect", "--json", "--reencode", "5", "s3://corpus/reencode"]) == 0
+        remote = json.loads(capsys.readouterr().out)["reencode"]
+    assert remote["texts"] == local["texts"] > 0 and remote["differ"] == 0
