@@ -28,8 +28,7 @@ from typing import Any
 from torch import nn
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
-from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
-from clozeworks.schemas.manifest import read_manifest
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import TrainConfig, load_config_file
@@ -122,7 +121,7 @@ def model_card(
         f"- Training: step {step} of {config.max_steps}, batch {config.batch_size} x "
         f"{config.grad_accum} accumulation, learning rate {config.optim.lr:g}, precision "
         f"{config.precision}, seed {config.seed}",
-        _data_line(raw.get("data", "?")),
+        f"- Data: `{raw.get('data', '?')}`",
     ]
     if held_out is not None:
         figures = ", ".join(
@@ -144,21 +143,6 @@ def model_card(
         "",
     ]
     return "\n".join(lines)
-
-
-def _data_line(data: Any) -> str:
-    """The shards the run read, and what they held where their manifest can still be read."""
-    line = f"- Data: `{data}`"
-    try:
-        manifest = read_manifest(str(data))
-    except (ClozeError, OSError, ValueError):  # moved, remote, or a mixture's table
-        return line
-    language = manifest.settings.get("language")
-    return (
-        f"{line}: {manifest.mode} shards, {manifest.sequences:,} sequences of up to "
-        f"{manifest.max_seq_len} tokens ({manifest.tokens:,} tokens), {manifest.vocab_kind} "
-        f"vocabulary of {manifest.vocab_size:,}" + (f", language {language}" if language else "")
-    )
 
 
 def _special_ids(tokenizer: Path) -> dict[str, int]:
