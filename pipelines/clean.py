@@ -27,46 +27,53 @@ from clozeworks.corpus.text.filters.languages import (
     settings_report,
 )
 from clozeworks.corpus.text.normalize import NormalForm, check_mojibake_support, normalize_text
+from clozeworks.corpus.text.placing import FormatRule, parse_format_rules
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
     FORMAT_NEEDS,
     DocSep,
-    Format,
     RawDocument,
     ReadOptions,
     Rejected,
-    detect_format,
     is_compressed,
 )
 from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR, ExtractorName
+from clozeworks.pipelines.input_files import (
+    DAMAGED,
+    WriteBadFiles,
+    nothing_readable,
+    place_inputs,
+    read_bad_files,
+    skipped_report,
+)
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.counters import counter, utf8_bytes
 from clozeworks.pipelines.plumbing.progress import Bar
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
 from clozeworks.pipelines.plumbing.stage import StageRun, remove_shuffle
 from clozeworks.pipelines.read_raw import (
+    BAD_FILES,
     INPUT_BYTES,
     META_FOUND,
+    REJECTED,
+    OnBadFile,
     ReadRawDocuments,
     named_inputs,
-    skipped_inputs,
 )
 from clozeworks.pipelines.unique_ids import UniqueIds
 from clozeworks.pipelines.write_store import WriteParquetParts, parts_for, to_row
 from clozeworks.schemas.documents import DOCS_GLOB, DOCS_PREFIX
-from clozeworks.schemas.errors import SettingError, UsageError
+from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
 from clozeworks.schemas.sidecars import STATS_FILE
 from clozeworks.schemas.stats import StoreStats
 
 DROPPED = "dropped"
 LANGUAGE_FOUND = "language."
+LANGUAGE_BYTES = "language_bytes."
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
-
-# Skipped input files named in .stats.json, per reason (the count is always whole).
-SKIPPED_SHOWN = 20
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -77,7 +84,21 @@ def _names(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class CleanSettings:
-    fmt: Format | None = setting(None, "record format (default: by extension)", flag="format")
+    # A corpus mixes dumps, crawls and text whose names may not say what they are.
+    formats: tuple[FormatRule, ...] = setting(
+        (),
+        "record format of every file (jsonl, parquet, txt, arrow, csv, tsv, mediawiki, warc, "
+        "wet, html), or per file: rules 'PATTERN:FORMAT' separated by ';', PATTERN matched "
+        "as --fields' are (default: by the file's name, else its first bytes)",
+        parse=parse_format_rules,
+        flag="format",
+        metavar="FORMAT|RULES",
+    )
+    on_bad_file: OnBadFile = setting(
+        "error",
+        "a damaged input file (truncated, corrupt compression, not its format): stop with "
+        "one line naming it (error), or count and name it in .stats.json and go on (skip)",
+    )
     text_field: str = setting("text", "JSON field / Parquet column of the text")
     id_field: str | None = setting(None, "field holding a document id (default: path#line)")
     # A corpus mixes sources that name their fields differently; one --text-field would
@@ -174,7 +195,9 @@ class _CleanDocument(beam.DoFn):
         language = declared_language(doc.meta) or self.language
         result = apply_filters(text, self.filters, language) if text else None
         if result is not None:
-            counter(f"{LANGUAGE_FOUND}{result.language or UNDETERMINED}").inc()
+            code = result.language or UNDETERMINED
+            counter(f"{LANGUAGE_FOUND}{code}").inc()
+            counter(f"{LANGUAGE_BYTES}{code}").inc(utf8_bytes(text))
         if result is None or not result.keep:
             reason = "empty_after_normalize" if result is None else str(result.reason)
             counter(f"dropped.{reason}").inc()
@@ -266,7 +289,7 @@ class Clean(beam.PTransform):
     def __init__(
         self,
         config: CleanConfig,
-        files: Sequence[str | tuple[str, str]],
+        files: Sequence[tuple[str, str, str]],
         filters: Sequence[DocumentFilter],
         staging: str,
         rejects_staging: str | None,
@@ -287,7 +310,7 @@ class Clean(beam.PTransform):
         # RawDocument; unusable records go to `rejected`, counted by reason.
         raw = pbegin | "ReadRaw" >> ReadRawDocuments(
             self.files,
-            config.fmt,
+            None,
             config.text_field,
             config.id_field,
             config.doc_sep,
@@ -296,9 +319,12 @@ class Clean(beam.PTransform):
             rules=config.fields,
             meta_fields=config.meta_fields,
             extractor=config.extractor,
+            on_bad_file=config.on_bad_file,
         )
+        if config.on_bad_file == "skip":
+            _ = raw[BAD_FILES] | "WriteBadFiles" >> WriteBadFiles(self.staging)
         # Document rows that passed every filter, and (reason, document) that did not.
-        cleaned = raw.documents | "Clean" >> CleanDocuments(
+        cleaned = raw["documents"] | "Clean" >> CleanDocuments(
             config.normal_form, self.filters, config.fix_mojibake, config.language
         )
         kept, dropped = cleaned.kept, [cleaned.dropped]
@@ -308,7 +334,7 @@ class Clean(beam.PTransform):
             dropped.append(unique.dropped)
         _ = kept | "Write" >> WriteParquetParts(self.staging, self.parts, shuffle)
         if self.rejects_staging:
-            unread = raw.rejected | "RejectedAsJson" >> beam.Map(rejected_line)
+            unread = raw[REJECTED] | "RejectedAsJson" >> beam.Map(rejected_line)
             lines = [
                 drops | f"DroppedAsJson{i}" >> beam.Map(dropped_line)
                 for i, drops in enumerate(dropped)
@@ -332,16 +358,20 @@ def run_clean(
     filters = _check(config)
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress, "clean") as run:
-        files = named_inputs(config.inputs)
+        placed = place_inputs(
+            named_inputs(config.inputs), config.formats, config.on_bad_file == "skip"
+        )
+        files = placed.files
+        if not files:
+            raise BadInputError(nothing_readable(placed))
         # Before a worker meets a dump or a WARC file without its parser.
-        formats = {config.fmt} if config.fmt else {detect_format(path) for path, _ in files}
         options = ReadOptions(extractor=config.extractor)
-        for fmt in sorted(formats & FORMAT_NEEDS.keys()):
+        for fmt in sorted(placed.formats.keys() & FORMAT_NEEDS.keys()):
             FORMAT_NEEDS[fmt](options)
-        skipped = skipped_inputs(config.inputs)
+        skipped = skipped_report(config.inputs, placed.left_out)
         staging = run.stage(config.output)
         rejects_staging = run.stage(config.rejects) if config.rejects else None
-        sizes = _input_sizes([path for path, _ in files])
+        sizes = _input_sizes([path for path, _, _ in files])
         text_bytes = sum(size * (4 if is_compressed(path) else 1) for path, size in sizes)
         shuffle = run.shuffle(BEAM_FS.join(staging, "_shuffle"), text_bytes)
         bars = [
@@ -354,6 +384,11 @@ def run_clean(
             )
             _ = p | "Clean" >> clean
         remove_shuffle(shuffle)
+        if config.on_bad_file == "skip":
+            damaged = read_bad_files(staging)
+            if damaged:
+                found = sorted([*placed.left_out.get(DAMAGED, []), *damaged])
+                skipped = skipped_report(config.inputs, {**placed.left_out, DAMAGED: found})
         counts = _zero_defaults(run.counters)
         found = {
             k.removeprefix(META_FOUND): counts.pop(k)
@@ -364,6 +399,11 @@ def run_clean(
             k.removeprefix(LANGUAGE_FOUND): counts.pop(k)
             for k in list(counts)
             if k.startswith(LANGUAGE_FOUND)
+        }
+        language_bytes = {
+            k.removeprefix(LANGUAGE_BYTES): counts.pop(k)
+            for k in list(counts)
+            if k.startswith(LANGUAGE_BYTES)
         }
         missing = counts.get("dropped.missing_text", 0)
         if missing and missing == counts["documents_in"]:
@@ -377,18 +417,21 @@ def run_clean(
             "stage": "clean",
             "inputs": list(config.inputs),
             "files": len(files),
-            # Input files left out, by reason: how many, and the first few by name.
-            "skipped_files": {
-                reason: {"count": len(paths), "first": paths[:SKIPPED_SHOWN]}
-                for reason, paths in skipped.items()
-            },
+            # How many files were read as each format (by rule, name or first bytes).
+            "formats": placed.formats,
+            # Input files left out, by reason: how many, and the first few by name, with
+            # what is wrong with each where there is more to say than the reason.
+            "skipped_files": skipped,
             "filters": {f.name: dataclasses.asdict(f) for f in filters},  # type: ignore[call-overload]
             "normal_form": config.normal_form,
             "fix_mojibake": config.fix_mojibake,
             "fields": [rule.to_text() for rule in config.fields],
             # Documents read that had each meta field (0: a name that matches nothing).
             "meta_fields": {name: found.get(name, 0) for name in config.meta_fields},
-            "languages": settings_report(languages),
+            # The language the corpus was said to be in ("" none), and per language
+            # identified (or declared) the documents, their bytes and the settings they got.
+            "language": config.language,
+            "languages": settings_report(languages, language_bytes),
             **counts,
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.

@@ -14,7 +14,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import IO, Any
+from typing import IO, Any, Literal, get_args
 
 import apache_beam as beam
 import pyarrow as pa
@@ -23,6 +23,7 @@ import zstandard
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.text.fields import FieldRule
+from clozeworks.corpus.text.placing import format_by_name
 from clozeworks.corpus.text.readers import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
@@ -32,7 +33,6 @@ from clozeworks.corpus.text.readers import (
     Rejected,
     count_newlines,
     decompressing,
-    detect_format,
     is_compressed,
     parquet_layout,
     plan_parquet_reads,
@@ -49,6 +49,13 @@ from clozeworks.pipelines.plumbing.progress import Tally
 from clozeworks.schemas.errors import BadInputError
 
 REJECTED = "rejected"
+# Tagged output: (path, what is wrong) of each damaged input file, with --on-bad-file skip.
+BAD_FILES = "bad_files"
+# What a damaged input file does to the run: stop it with one line naming the file
+# (`error`), or be counted, named in .stats.json and left (`skip`; the records read from
+# it before the damage are kept).
+OnBadFile = Literal["error", "skip"]
+ON_BAD_FILE: tuple[OnBadFile, ...] = get_args(OnBadFile)
 WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html")
 # What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
 DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
@@ -217,7 +224,7 @@ def _open(path: str) -> Any:
 
 
 # What a broken file raises mid-read: truncated or corrupt compression, I/O failures.
-_READ_ERRORS = (
+READ_ERRORS = (
     OSError,
     EOFError,
     zlib.error,
@@ -228,21 +235,30 @@ _READ_ERRORS = (
 
 
 class _PlanReads(FileSystemsDoFn):
-    """A file -> the ReadTasks that read it (ranges of a large file are numbered later)."""
+    """A file -> the ReadTasks that read it (ranges of a large file are numbered later).
 
-    def __init__(self, fmt: str | None, doc_sep: str, chunk_bytes: int) -> None:
+    A file is a path, (path, name) or (path, name, format); without a format its name's,
+    else `fmt`'s, else text."""
+
+    def __init__(self, fmt: str | None, doc_sep: str, chunk_bytes: int, skip: bool) -> None:
         super().__init__()
         self.fmt = fmt
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
+        self.skip = skip
 
-    def process(self, item: str | tuple[str, str]) -> Iterator[ReadTask]:
-        path, name = (item, "") if isinstance(item, str) else item
-        for task in self._plan(path):
+    def process(self, item: str | Sequence[str]) -> Iterator[Any]:
+        path, name, fmt = (item, "", None) if isinstance(item, str) else (*item, None)[:3]
+        fmt = fmt or self.fmt or format_by_name(path) or "txt"
+        try:
+            tasks = list(self._plan(path, fmt))
+        except (BadInputError, *READ_ERRORS) as err:
+            yield from _bad_file(path, err, self.skip)
+            return
+        for task in tasks:
             yield replace(task, name=name)
 
-    def _plan(self, path: str) -> Iterable[ReadTask]:
-        fmt = self.fmt or detect_format(path)
+    def _plan(self, path: str, fmt: str) -> Iterable[ReadTask]:
         if fmt == "mediawiki" and path.lower().endswith(".bz2"):
             # A multistream dump (every 100 pages a bz2 stream of its own) is read by
             # ranges: each reads the streams that start in it (corpus/text/wiki.py).
@@ -259,6 +275,14 @@ class _PlanReads(FileSystemsDoFn):
         return plan_parquet_reads(path, rows, sizes, self.chunk_bytes)
 
 
+def _bad_file(path: str, err: BaseException, skip: bool) -> Iterator[Any]:
+    """A damaged file's one line: raised, or (skipping) counted and passed on by name."""
+    message = str(err) if isinstance(err, BadInputError) else f"{path}: cannot read ({err})"
+    if not skip:
+        raise BadInputError(message) from None
+    yield beam.pvalue.TaggedOutput(BAD_FILES, (path, message))
+
+
 def _numbered_or_not(task: ReadTask, partitions: int) -> int:
     return 0 if task.base is not None else 1
 
@@ -266,12 +290,18 @@ def _numbered_or_not(task: ReadTask, partitions: int) -> int:
 class _CountLines(FileSystemsDoFn):
     """A range of a split file -> (path, (range, newlines in it))."""
 
-    def process(self, task: ReadTask) -> Iterator[tuple[str, tuple[ReadTask, int]]]:
+    def __init__(self, skip: bool) -> None:
+        super().__init__()
+        self.skip = skip
+
+    def process(self, task: ReadTask) -> Iterator[Any]:
         try:
             with _open(task.path) as f:
-                yield task.path, (task, count_newlines(f, task.start, task.end))
-        except _READ_ERRORS as err:
-            raise BadInputError(f"{task.path}: cannot read ({err})") from None
+                count = count_newlines(f, task.start, task.end)
+        except (BadInputError, *READ_ERRORS) as err:
+            yield from _bad_file(task.path, err, self.skip)
+            return
+        yield task.path, (task, count)
 
 
 def _number_ranges(item: tuple[str, Iterable[tuple[ReadTask, int]]]) -> list[ReadTask]:
@@ -280,9 +310,10 @@ def _number_ranges(item: tuple[str, Iterable[tuple[ReadTask, int]]]) -> list[Rea
 
 
 class _ReadRecords(FileSystemsDoFn):
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, skip: bool) -> None:
         super().__init__()
         self.options = options
+        self.skip = skip
         self.docs_in = counter("documents_in")
         self.bytes_in = counter("bytes_in")
 
@@ -294,6 +325,12 @@ class _ReadRecords(FileSystemsDoFn):
         self.tally.save()
 
     def process(self, task: ReadTask) -> Iterator[Any]:
+        try:
+            yield from self._read(task)
+        except BadInputError as err:
+            yield from _bad_file(task.path, err, self.skip)
+
+    def _read(self, task: ReadTask) -> Iterator[Any]:
         with _open(task.path) as raw:
             done = 0
             for i, record in enumerate(read_records(task, raw, self.options)):
@@ -336,7 +373,7 @@ def read_records(
     try:
         with _stream(task, raw) as stream:
             yield from read_task(task, stream, options)
-    except _READ_ERRORS as err:
+    except READ_ERRORS as err:
         raise BadInputError(f"{task.path}: cannot read ({err})") from None
 
 
@@ -355,17 +392,20 @@ def _stream(task: ReadTask, raw: IO[bytes]) -> Any:
 
 
 class ReadRawDocuments(beam.PTransform):
-    """Raw input files -> RawDocument (main) and Rejected (tagged `rejected`).
+    """Raw input files -> {"documents": RawDocument, "rejected": Rejected, "bad_files":
+    (path, what is wrong) of each damaged file when `on_bad_file` is `skip`}.
 
     Files are planned into read tasks (large uncompressed files into byte ranges, Parquet
     into runs of row groups); ranges of one file learn how many lines precede them from a
     newline count, so ids are `{name}#{line}` whichever worker reads which range. `files`
-    are paths, or (path, name) pairs from `named_inputs` (a bare path is its own name).
+    are paths, (path, name) pairs from `named_inputs` (a bare path is its own name), or
+    (path, name, format) triples; a file without a format is read as `fmt`, else as its name
+    says (corpus/text/placing.py), else as text.
     """
 
     def __init__(
         self,
-        files: Sequence[str | tuple[str, str]],
+        files: Sequence[str | tuple[str, str] | tuple[str, str, str]],
         fmt: str | None = None,
         text_field: str = "text",
         id_field: str | None = None,
@@ -375,12 +415,14 @@ class ReadRawDocuments(beam.PTransform):
         rules: Sequence[FieldRule] = (),
         meta_fields: Sequence[str] = (),
         extractor: str = DEFAULT_EXTRACTOR,
+        on_bad_file: OnBadFile = "error",
     ) -> None:
         super().__init__()
         self.files = list(files)
         self.fmt = fmt
         self.doc_sep = doc_sep
         self.chunk_bytes = chunk_bytes
+        self.skip = on_bad_file == "skip"
         self.options = ReadOptions(
             text_field,
             id_field,
@@ -391,26 +433,40 @@ class ReadRawDocuments(beam.PTransform):
             extractor,
         )
 
-    def expand(self, pbegin: Any) -> Any:
-        tasks = (
+    def expand(self, pbegin: Any) -> dict[str, Any]:
+        planned = (
             pbegin
             | "ListFiles" >> beam.Create(self.files)
-            | "PlanReads" >> beam.ParDo(_PlanReads(self.fmt, self.doc_sep, self.chunk_bytes))
+            | "PlanReads"
+            >> beam.ParDo(
+                _PlanReads(self.fmt, self.doc_sep, self.chunk_bytes, self.skip)
+            ).with_outputs(BAD_FILES, main="tasks")
+        )
+        tasks = (
+            planned.tasks
             # One task per element; the reshuffle spreads them over workers.
             | "SpreadTasks" >> beam.Reshuffle()
             | "SplitNumbered" >> beam.Partition(_numbered_or_not, 2)
         )
         # Ranges of split files, each told how many lines precede it.
+        counted = tasks[1] | "CountLines" >> beam.ParDo(_CountLines(self.skip)).with_outputs(
+            BAD_FILES, main="counts"
+        )
         numbered = (
-            tasks[1]
-            | "CountLines" >> beam.ParDo(_CountLines())
+            counted.counts
             | "GroupByFile" >> beam.GroupByKey()
             | "NumberRanges" >> beam.FlatMap(_number_ranges)
             | "SpreadRanges" >> beam.Reshuffle()
         )
-        return (
+        read = (
             (tasks[0], numbered)
             | "AllTasks" >> beam.Flatten()
             | "ReadRecords"
-            >> beam.ParDo(_ReadRecords(self.options)).with_outputs(REJECTED, main="documents")
+            >> beam.ParDo(_ReadRecords(self.options, self.skip)).with_outputs(
+                REJECTED, BAD_FILES, main="documents"
+            )
         )
+        bad = (planned[BAD_FILES], counted[BAD_FILES], read[BAD_FILES]) | "AllBadFiles" >> (
+            beam.Flatten()
+        )
+        return {"documents": read.documents, REJECTED: read[REJECTED], BAD_FILES: bad}

@@ -110,14 +110,16 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     )
     stats = run_clean(config, beam_argv, progress_wanted(args))
     dropped = sum(v for k, v in stats.items() if k.startswith("dropped."))
+    read_as = ", ".join(f"{n} {fmt}" for fmt, n in stats.get("formats", {}).items())
     print(
-        f"cleaned {stats['documents_in']} documents: kept {stats['documents_out']}, "
-        f"dropped {dropped} -> {args.output}"
+        f"cleaned {stats['documents_in']} documents of {stats['files']} file(s) ({read_as}): "
+        f"kept {stats['documents_out']}, dropped {dropped} -> {args.output}"
     )
     for reason, skipped in stats.get("skipped_files", {}).items():
+        first = (skipped.get("errors") or skipped["first"])[0]
         print(
-            f"skipped {skipped['count']} input file(s) as {reason}, e.g. {skipped['first'][0]} "
-            "(counted in .stats.json)",
+            f"skipped {skipped['count']} input file(s) as {reason}, e.g. {first} "
+            "(all counted, the first 20 named, in .stats.json)",
             file=sys.stderr,
         )
     for name, count in stats.get("meta_fields", {}).items():

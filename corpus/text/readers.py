@@ -107,27 +107,6 @@ class ReadTask:
     name: str = ""
 
 
-def detect_format(path: str) -> str:
-    """The record format implied by a file name, ignoring a compression suffix."""
-    name = strip_compression(path.lower())
-    if name.endswith((".jsonl", ".json", ".ndjson")):
-        return "jsonl"
-    if name.endswith(".parquet"):
-        return "parquet"
-    for suffix in (".arrow", ".csv", ".tsv"):
-        if name.endswith(suffix):
-            return suffix[1:]
-    if name.endswith(".xml") and "pages-" in name.rsplit("/", 1)[-1]:
-        return "mediawiki"  # enwiki-latest-pages-articles.xml, ...-multistream.xml
-    if name.endswith((".wet", ".warc.wet")):
-        return "wet"  # Common Crawl's CC-MAIN-....warc.wet.gz
-    if name.endswith(".warc"):
-        return "warc"
-    if name.endswith((".html", ".htm", ".xhtml")):
-        return "html"
-    return "txt"
-
-
 def strip_compression(name: str) -> str:
     for suffix in COMPRESSED_SUFFIXES:
         if name.lower().endswith(suffix):

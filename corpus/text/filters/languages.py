@@ -257,14 +257,18 @@ def declared_language(meta: str) -> str | None:
     return code if len(code) == 2 else None
 
 
-def settings_report(documents: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+def settings_report(
+    documents: Mapping[str, int], text_bytes: Mapping[str, int] | None = None
+) -> dict[str, dict[str, Any]]:
     """`.stats.json`'s `languages`: per code (UNDETERMINED: English's settings), the
-    documents filtered, the name of the settings they got and what those hold."""
+    documents filtered and their UTF-8 bytes, the name of the settings they got and what
+    those hold."""
     report = {}
     for code, n in sorted(documents.items()):
         settings = settings_for(None if code == UNDETERMINED else code)
         report[code] = {
             "documents": n,
+            "bytes": (text_bytes or {}).get(code, 0),
             "settings": settings.name,
             "stop_words": None if settings.stop_words is None else sorted(settings.stop_words),
             "word_length_scale": settings.word_length_scale,

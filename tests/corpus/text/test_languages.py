@@ -143,6 +143,7 @@ def test_the_identified_language_picks_the_settings_and_stats_say_so(tmp_path) -
         "ko": (2, settings_for("ko").name),
     }
     assert languages["en"]["stop_words"] == sorted(ENGLISH.stop_words)
+    assert languages["ko"]["bytes"] == len(docs[0].encode()) + len(docs[2].encode())
     assert languages["ko"]["stop_words"] is None  # Korean words are not wordfreq's
     assert len(pq.read_table(out)) == 3
 

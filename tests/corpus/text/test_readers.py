@@ -12,6 +12,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clozeworks.corpus.text.placing import format_by_name
 from clozeworks.corpus.text.readers import (
     RawDocument,
     ReadOptions,
@@ -19,7 +20,6 @@ from clozeworks.corpus.text.readers import (
     Rejected,
     count_newlines,
     decompressing,
-    detect_format,
     iter_lines,
     plan_parquet_reads,
     plan_reads,
@@ -181,10 +181,10 @@ def test_planning_splits_only_what_can_be_split() -> None:
 )
 def test_compressed_streams_and_format_detection(name, compress) -> None:
     payload = b'{"text": "zipped"}\n' * 3
-    assert detect_format(name) == "jsonl"
+    assert format_by_name(name) == "jsonl"
     docs = list(read_jsonl(decompressing(io.BytesIO(compress(payload)), name), name))
     assert [d.text for d in docs] == ["zipped"] * 3
-    assert detect_format("x.parquet.gz") == "parquet" and detect_format("notes.md") == "txt"
+    assert format_by_name("x.parquet.gz") == "parquet" and format_by_name("notes.md") is None
 
 
 def test_parquet_rows_row_groups_and_bad_columns() -> None:

@@ -148,8 +148,8 @@ def test_an_uncompressed_record_cut_short_is_counted(tmp_path) -> None:
 
 
 def test_the_format_is_found_by_name() -> None:
-    from clozeworks.corpus.text.readers import detect_format
+    from clozeworks.corpus.text.placing import format_by_name
 
-    assert detect_format("x/CC-MAIN-1.warc.gz") == "warc"
-    assert detect_format("x/CC-MAIN-1.warc.wet.gz") == "wet"
-    assert detect_format("x/page.HTML") == "html" and detect_format("x/p.htm.zst") == "html"
+    assert format_by_name("x/CC-MAIN-1.warc.gz") == "warc"
+    assert format_by_name("x/CC-MAIN-1.warc.wet.gz") == "wet"
+    assert format_by_name("x/page.HTML") == "html" and format_by_name("x/p.htm.zst") == "html"
