@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from clozeworks.corpus.outputs import check_apart
-from clozeworks.corpus.vocab.alphabet import CharCounter
+from clozeworks.corpus.vocab.alphabet import CharCounter, alphabet_report
 from clozeworks.corpus.vocab.files import (
     DIRECTORY_FILES,
     TOKEN_COUNTS_FILE,
@@ -36,7 +36,7 @@ from clozeworks.corpus.vocab.files import (
 )
 from clozeworks.corpus.vocab.sample import SampleRates, SampleSettings
 from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
-from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer
+from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer, untrained_tokenizer
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS, FileSystemsDoFn
 from clozeworks.pipelines.plumbing.counters import counter
 from clozeworks.pipelines.plumbing.progress import Bar
@@ -235,6 +235,11 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
                 store_documents=documents,
             ),
             heldout={"rate": rates.heldout, **measured},
+            alphabet=None
+            if chars is None
+            else alphabet_report(
+                chars, untrained_tokenizer(config.vocab), config.vocab.limit_alphabet
+            ),
         ).to_json()
         run.check_locks()
         _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)

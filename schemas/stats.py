@@ -158,10 +158,13 @@ class VocabStats:
     input: str
     sample: SampleFigures
     heldout: dict[str, Any]
+    # WordPiece: what the alphabet kept of the sample's characters (corpus.vocab.alphabet.
+    # alphabet_report); None for the other kinds and for files written before it was kept.
+    alphabet: dict[str, Any] | None = None
     version: int = VOCAB_STATS_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "version": self.version,
             "kind": self.kind,
             "vocab_size": self.vocab_size,
@@ -170,6 +173,9 @@ class VocabStats:
             "sample": dict(self.sample.__dict__),
             "heldout": dict(self.heldout),
         }
+        if self.alphabet is not None:
+            out["alphabet"] = dict(self.alphabet)
+        return out
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> VocabStats:
@@ -191,6 +197,7 @@ class VocabStats:
             store_documents=s.get_int("store_documents", minimum=0),
         )
         rate = heldout.get_float("rate")
+        alphabet = f.get_obj("alphabet") if "alphabet" in f.data else None
         return cls(
             kind=f.get_str("kind"),
             vocab_size=f.get_int("vocab_size", minimum=1),
@@ -198,5 +205,6 @@ class VocabStats:
             input=f.get_str("input"),
             sample=sample,
             heldout={**heldout.data, "rate": rate},
+            alphabet=None if alphabet is None else dict(alphabet.data),
             version=version,
         )

@@ -66,6 +66,6 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
             f"UNK rate {held['unk_rate']:.4%}, {held['vocab_used_share']:.1%} of the "
             "vocabulary used"
         )
-    for warning in heldout_warnings(held):
+    for warning in heldout_warnings(held, stats.get("alphabet")):
         print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, cast
 
+from clozeworks.corpus.inspect.languages import token_scripts
 from clozeworks.corpus.inspect.stats import BlockStats, padding_waste
 from clozeworks.corpus.shards.blocks import Block, ShardFormatError, iter_blocks, iter_blocks_from
 from clozeworks.corpus.shards.npy import load_npy_readonly
@@ -212,6 +213,9 @@ def _content_summaries(
     tokens = totals.token_counts.summary(
         specials, manifest.special_tokens["unk"], id_to_token, top_k
     )
+    if tokenizer is not None:
+        counts = totals.token_counts.counts
+        tokens["scripts"] = token_scripts(tokenizer.tokenizer, counts, specials.values())
     out: dict[str, Any] = {"token_stats": tokens, "pairs": None, "premasked": None}
     if totals.pairs:
         out["pairs"] = totals.pair_summary(LABEL_NAMES[manifest.mode])

@@ -15,6 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from clozeworks.corpus.inspect.languages import (
+    ScriptTally,
+    asked_languages,
+    identified_languages,
+    language_warnings,
+)
 from clozeworks.corpus.inspect.stats import Histogram, log2_edges
 from clozeworks.corpus.locks import LOCK_FILE, read_holder
 from clozeworks.corpus.outputs import LOCAL
@@ -122,6 +128,7 @@ def docs_summary(directory: Path) -> dict[str, Any]:
     problems: list[dict[str, str]] = []
     sources: Counter[str] = Counter()
     samples: list[dict[str, str]] = []
+    scripts = ScriptTally()
     for f in files:
         try:
             for batch in pq.ParquetFile(f).iter_batches(columns=["id", "text", "source"]):
@@ -129,6 +136,7 @@ def docs_summary(directory: Path) -> dict[str, Any]:
                 chars.add(_lengths(pc.utf8_length(text)))
                 utf8.add(_lengths(pc.binary_length(text)))
                 sources.update(_source_counts(batch.column("source")))
+                scripts.add(text.to_pylist())
                 for row in batch.slice(0, SAMPLES - len(samples)).to_pylist():
                     samples.append({**row, "text": row["text"][:SAMPLE_CHARS]})
         except (pa.ArrowException, OSError, KeyError) as err:
@@ -152,6 +160,8 @@ def docs_summary(directory: Path) -> dict[str, Any]:
         for key, value in stage["duplicates"].items():
             duplicates.setdefault(key, value)
     edges = log2_edges(chars.summary()["max"] or 1)
+    languages = identified_languages(stats)
+    asked = asked_languages(stats)
     return {
         "kind": "docs",
         "path": str(directory),
@@ -173,8 +183,12 @@ def docs_summary(directory: Path) -> dict[str, Any]:
             "top": _top_sources(sources),
             "directories": _top_directories(sources),
         },
+        "languages": languages,
+        "languages_asked": asked,
+        "scripts": scripts.summary(),
         "samples": samples,
         "problems": problems,
+        "warnings": language_warnings(languages, asked),
     }
 
 

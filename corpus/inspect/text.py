@@ -148,6 +148,9 @@ def _token_lines(t: dict[str, Any]) -> list[str]:
         + (f"; {_n(t['out_of_vocab'])} ids OUTSIDE the vocabulary" if t["out_of_vocab"] else ""),
         "  specials   " + "  ".join(f"{k} {_n(v)}" for k, v in t["special"].items()),
     ]
+    if t.get("scripts"):
+        shares = ", ".join(f"{k} {_pct(v['share'])}" for k, v in t["scripts"].items())
+        lines.append(f"  scripts    {shares} of the content tokens")
     entries = [f"{e['token'] or e['id']} {_pct(e['share'])}" for e in t["top"]]
     for i in range(0, len(entries), TOP_PER_LINE):
         label = f"top {len(entries)}" if i == 0 else ""
@@ -193,6 +196,19 @@ def _docs(s: dict[str, Any]) -> list[str]:
         lines.append(f"  dropped {reason}: {_n(count)}")
     for key, value in s["duplicates"].items():
         lines.append(f"  {key}: {_brief(value)}")
+    lines += _shares("languages", s.get("languages", {}))
+    lines += _shares("scripts", s.get("scripts", {}))
+    return lines
+
+
+def _shares(label: str, figures: dict[str, dict[str, int]]) -> list[str]:
+    """`languages  ko 120 docs 1.2 MB, en 3 docs 20 KB, ...`: documents and bytes of each."""
+    if not figures:
+        return []
+    items = [f"{k} {_n(v['documents'])} docs {_size(v['bytes'])}" for k, v in figures.items()]
+    lines = []
+    for i in range(0, len(items), 4):
+        lines.append(f"  {label if i == 0 else '':<10} " + ", ".join(items[i : i + 4]))
     return lines
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from clozeworks.corpus.vocab.alphabet import CHARACTER_COVERAGE
 from clozeworks.corpus.vocab.fast import encoder_for
 from clozeworks.corpus.vocab.scripts import script_of
 
@@ -150,9 +151,19 @@ UNK_RATE_LIMIT = 0.001
 TOKENS_PER_WORD_LIMIT = 1.5
 
 
-def heldout_warnings(heldout: dict[str, Any]) -> list[str]:
-    """A line per README threshold the held-out figures cross, with what to try."""
+def heldout_warnings(heldout: dict[str, Any], alphabet: dict[str, Any] | None = None) -> list[str]:
+    """A line per README threshold the held-out figures cross, with what to try; and one
+    where WordPiece's alphabet leaves out more of the sample's characters than
+    CHARACTER_COVERAGE allows, with the --limit-alphabet that would not."""
     out = []
+    if alphabet and alphabet.get("left_out_share", 0) > 1 - CHARACTER_COVERAGE:
+        scripts = ", ".join(f"{s} {n}" for s, n in list(alphabet["left_out_scripts"].items())[:3])
+        out.append(
+            f"the alphabet keeps {alphabet['kept']} of the {alphabet['seen']} characters of the "
+            f"sample; those left out ({scripts}) are {alphabet['left_out_share']:.3%} of its "
+            f"characters and become [UNK]: --limit-alphabet {alphabet['limit_for_coverage']} "
+            f"spells {alphabet['coverage']:.2%} of them"
+        )
     unk, per_word = heldout.get("unk_rate"), heldout.get("tokens_per_word")
     if isinstance(unk, float) and unk > UNK_RATE_LIMIT:
         out.append(

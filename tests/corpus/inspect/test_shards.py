@@ -16,6 +16,7 @@ import webdataset as wds
 
 from clozeworks.corpus.inspect.shards import decode_examples, shard_summary
 from clozeworks.corpus.shards.blocks import make_block, write_blocks, write_manifest
+from clozeworks.corpus.vocab.scripts import script_of
 from clozeworks.corpus.vocab.train import load_tokenizer
 from clozeworks.schemas.manifest import read_manifest
 from tests.corpus.shards.shard_sets import token_stream, write_shard_set
@@ -119,6 +120,15 @@ def test_figures_agree_with_webdataset(sets, tok, name) -> None:
     for role, idx in info.special_ids.items():
         assert t["special"][info.special.roles()[role]] == counts[idx]
     assert t["out_of_vocab"] == 0
+    # Scripts of the content tokens, each id decoded alone and its letters counted word
+    # by word (corpus.vocab.scripts.script_of, not the code point table inspect uses).
+    by_script: Counter[str] = Counter()
+    for i, c in counts.items():
+        if i not in specials:
+            text = info.tokenizer.decode([i], skip_special_tokens=False)
+            by_script["partial" if "\ufffd" in text else script_of(text) or "none"] += c
+    assert {k: v["tokens"] for k, v in t["scripts"].items()} == dict(by_script)
+    assert by_script["Latin"] > 0.5 * sum(by_script.values())
 
     lengths = np.sort(np.array(ref["lengths"]))
     pad = s["padding"]
