@@ -109,9 +109,9 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
 
 
 PROBE = "which of 4 stdlib packages a docstring documents, 160 training examples"
-# A 2-layer model and 160 examples: a higher rate and more epochs than BERT's (2e-5, 3
-# epochs), the same for both starting points.
-PROBE_SETTINGS = FinetuneSettings(learning_rate=5e-4, batch_size=16, epochs=10)
+# A 2-layer model and 160 examples: the small model's recipe, the same for both starting
+# points.
+PROBE_SETTINGS = FinetuneSettings(recipe="small")
 
 
 def probe(root: Path, run_dir: Path, progress: bool) -> tuple[float, float]:

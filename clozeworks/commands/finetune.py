@@ -6,9 +6,11 @@ glue/sst2, glue/mrpc, glue/qqp, glue/stsb, glue/mnli, glue/mnli-mm, glue/qnli, g
 glue/wnli: GLUE's TSV files in --data, as its download script writes them; conll2003: its
 train.txt / valid.txt column files, NER with entity-level F1; squad, squad2: SQuAD's
 JSON, exact match and F1) or a TOML task file (columns, labels and metrics of your JSONL,
-CSV, TSV, CoNLL or SQuAD-style files; docs/design.md). The defaults are BERT's recipe:
-batch 32, learning rate 2e-5, 3 epochs, 10% warm-up, linear decay; --sweep tries BERT's
-learning rates and keeps the best on dev. The dev split is scored after every epoch; the
+CSV, TSV, CoNLL or SQuAD-style files; docs/finetune.md). The learning rate, batch and
+epochs are a recipe's (--recipe): BERT's (2e-5, 32, 3) for models of hidden size above 512,
+a small model's (5e-4, 16, 10) up to it; 10% warm-up, linear decay; --sweep
+tries the recipe's learning rates and keeps the best on dev. The dev split is scored after
+every epoch, and a line per epoch goes to stderr as it ends; the
 model, its task and the scores go to --output (finetune.json, eval.json), which `cloze
 evaluate` and `cloze export` read.
 
@@ -29,7 +31,7 @@ from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.corpus.locks import OutputLock
 from clozeworks.corpus.outputs import LOCAL, check_apart
 from clozeworks.schemas.errors import UsageError
-from clozeworks.trainer.finetune.run import SWEEP_LEARNING_RATES, run_finetune, run_multitask
+from clozeworks.trainer.finetune.run import RECIPE_SWEEP, run_finetune, run_multitask
 from clozeworks.trainer.finetune.tasks import load_task
 from clozeworks.trainer.finetune.train import FinetuneSettings
 
@@ -60,8 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sweep",
         action="store_true",
-        help="one run per learning rate of BERT's grid (5e-5, 4e-5, 3e-5, 2e-5); keep the best "
-        "on dev",
+        help="one run per learning rate of the recipe's grid (bert: 5e-5, 4e-5, 3e-5, 2e-5; "
+        "small: 1e-3, 5e-4, 3e-4, 1e-4); keep the best on dev",
     )
     p.add_argument(
         "--random-init",
@@ -120,17 +122,18 @@ def _run(args: argparse.Namespace) -> int:
         step=args.step,
         overwrite=args.overwrite,
         progress=progress_wanted(args),
-        sweep=SWEEP_LEARNING_RATES if args.sweep else (),
+        sweep=RECIPE_SWEEP if args.sweep else (),
         random_init=args.random_init,
     )
     for trial in info.get("sweep", []):
         print(f"lr {trial['learning_rate']:g}: dev {json.dumps(trial['dev'])}")
-    for epoch in info["epochs"]:
-        dev = epoch.get("dev")
-        scores = "" if dev is None else " " + json.dumps({k: round(v, 2) for k, v in dev.items()})
-        print(f"epoch {epoch['epoch']}: train loss {epoch['train_loss']:.4f}{scores}")
+    final = info["epochs"][-1].get("dev") if info["epochs"] else None
+    if final is not None:
+        print(f"dev {json.dumps({k: round(v, 2) for k, v in final.items()})}")
+    used = info["settings"]
     print(
-        f"fine-tuned on {info['examples']['train']} examples "
+        f"fine-tuned ({used['recipe']} recipe: lr {used['learning_rate']:g}, batch "
+        f"{used['batch_size']}, {used['epochs']} epochs) on {info['examples']['train']} examples "
         f"({info['train_examples_per_second']:.1f}/s) -> {args.output}"
     )
     return 0

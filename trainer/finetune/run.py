@@ -23,6 +23,7 @@ from clozeworks.trainer.finetune.store import is_finetuned, load, record_eval, s
 from clozeworks.trainer.finetune.tasks import TaskSpec
 from clozeworks.trainer.finetune.tokens import encode_sentences, read_sentences
 from clozeworks.trainer.finetune.train import (
+    RECIPES,
     FinetuneSettings,
     TaskRun,
     finetune,
@@ -64,9 +65,8 @@ def _encode_split(
     return encode(tokenizer, examples.items, max_len), examples.skipped
 
 
-# BERT section 4.1: "we selected the best fine-tuning learning rate (among 5e-5, 4e-5, 3e-5,
-# and 2e-5) on the Dev set", batch 32, 3 epochs.
-SWEEP_LEARNING_RATES = (5e-5, 4e-5, 3e-5, 2e-5)
+# `--sweep`: the learning rates of the run's recipe (RECIPES), each tried, the best on dev kept.
+RECIPE_SWEEP = "recipe"
 
 
 def run_finetune(
@@ -78,14 +78,16 @@ def run_finetune(
     step: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
-    sweep: tuple[float, ...] = (),
+    sweep: tuple[float, ...] | str = (),
     random_init: bool = False,
 ) -> dict[str, Any]:
     """Fine-tunes `source` (a run, a step directory or a transformers directory) on the
     task's train split, scores dev after each epoch, writes `output`; returns finetune.json.
     With `sweep`, one run per learning rate, and the one with the best dev score (the
-    task's first metric, after the last epoch) is written; all of them are in `sweep`.
-    `random_init` keeps only the source's architecture and tokenizer (the baseline)."""
+    task's first metric, after the last epoch) is written; all of them are in `sweep`
+    (RECIPE_SWEEP: the recipe's rates). The recipe (`auto`: by the model's hidden size)
+    fills in the learning rate, batch and epochs not given. `random_init` keeps only the
+    source's architecture and tokenizer (the baseline)."""
     if output.exists() and any(output.iterdir()) and not overwrite:
         raise UsageError(f"{output}: exists and is not empty; pass --overwrite to replace it")
     if sweep and "dev" not in spec.files:
@@ -94,6 +96,9 @@ def run_finetune(
     if random_init:
         backbone = randomized(backbone, settings.seed)
     m = backbone.config.model
+    settings = settings.resolved(m.hidden_size)
+    if sweep == RECIPE_SWEEP:
+        sweep = RECIPES[settings.recipe].sweep
     if settings.max_seq_len > m.max_position:
         raise SettingError(
             "max_seq_len",
@@ -110,7 +115,7 @@ def run_finetune(
     dev = skipped_dev = None
     if "dev" in spec.files:
         dev, skipped_dev = _encode_split(spec, data, "dev", tokenizer, settings.max_seq_len)
-    trials = [replace(settings, learning_rate=lr) for lr in sweep] or [settings]
+    trials = [replace(settings, learning_rate=lr) for lr in tuple(sweep)] or [settings]
     best: tuple[float, TaskModel, FinetuneSettings, Any] | None = None
     tried = []
     for trial in trials:
@@ -260,6 +265,7 @@ def run_multitask(
     if random_init:
         backbone = randomized(backbone, settings.seed)
     m = backbone.config.model
+    settings = settings.resolved(m.hidden_size)
     tokenizer = _tokenizer(backbone.tokenizer)
     pad_id = _pad_id(tokenizer, m.pad_token_id)
     runs = []
@@ -275,9 +281,7 @@ def run_multitask(
         "source": str(source),
         "tasks": [s.name for s in specs],
         "settings": settings.to_json(),
-        "batches_per_epoch": {
-            r.spec.name: -(-len(r.train.ids) // settings.batch_size) for r in runs
-        },
+        "batches_per_epoch": {r.spec.name: -(-len(r.train.ids) // settings.batch) for r in runs},
         "multitask_epochs": history.epochs,
         "multitask_seconds": round(history.seconds, 3),
     }

@@ -9,11 +9,13 @@ examples in each epoch, dropout.
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -32,11 +34,53 @@ from clozeworks.trainer.models.bert import decay_groups
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """The learning rate, batch and epochs of a fine-tuning recipe, and the learning rates
+    `--sweep` tries."""
+
+    learning_rate: float
+    batch_size: int
+    epochs: int
+    sweep: tuple[float, ...]
+
+
+# BERT's recipe (section 4.1 and A.3) is for BERT-base and -large; at its 2e-5 for 3 epochs
+# a model of 2 layers learns nothing (the majority class). BERT's 24 smaller models (Turc et
+# al. 2019, hidden 128-512) were tuned on GLUE's thousands of examples for 4 epochs at 3e-4
+# to 3e-5 (google-research/bert's README); on a few hundred examples a 2-layer model stays
+# at chance after 4 epochs at 3e-4 and learns at 5e-4 over 10 (the demo's probe, and
+# tests/trainer/finetune/test_recipes.py).
+RECIPES = {
+    "bert": Recipe(2e-5, 32, 3, (5e-5, 4e-5, 3e-5, 2e-5)),
+    "small": Recipe(5e-4, 16, 10, (1e-3, 5e-4, 3e-4, 1e-4)),
+}
+RecipeName = Literal["auto", "bert", "small"]
+# `auto` takes the small recipe up to the smaller models' largest hidden size (BERT-base's
+# is 768).
+SMALL_HIDDEN_SIZE = 512
+
+
+def recipe_for(name: str, hidden_size: int) -> str:
+    """The recipe `name` stands for with a model of `hidden_size`."""
+    if name != "auto":
+        return name
+    return "small" if hidden_size <= SMALL_HIDDEN_SIZE else "bert"
+
+
+@dataclass(frozen=True)
 class FinetuneSettings:
-    # BERT's recipe (section 4 and A.3): 2e-5 to 5e-5, batch 32, 3 epochs, 10% warm-up.
-    learning_rate: float = setting(2e-5, "peak learning rate", flag="lr")
-    batch_size: int = setting(32, "examples per step")
-    epochs: int = setting(3, "passes over train")
+    # None: the recipe's (`resolved`); the recipe `auto` picks by the model's size.
+    recipe: RecipeName = setting(
+        "auto",
+        "learning rate, batch and epochs: bert (2e-5, 32, 3: BERT-base and -large), small "
+        "(5e-4, 16, 10: models up to hidden size 512) or auto (by the model's hidden size); "
+        "--lr, --batch-size, --epochs override",
+    )
+    learning_rate: float | None = setting(
+        None, "peak learning rate (default: the recipe's)", flag="lr"
+    )
+    batch_size: int | None = setting(None, "examples per step (default: the recipe's)")
+    epochs: int | None = setting(None, "passes over train (default: the recipe's)")
     warmup: float = setting(0.1, "share of steps warming up")
     weight_decay: float = setting(0.01, "AdamW decay")
     max_grad_norm: float = 1.0
@@ -49,17 +93,71 @@ class FinetuneSettings:
 
     def __post_init__(self) -> None:
         check_choices(self)
-        if not self.learning_rate > 0:
+        if self.learning_rate is not None and not self.learning_rate > 0:
             raise SettingError("learning_rate", f"must be > 0, got {self.learning_rate}")
-        check_at_least("batch_size", self.batch_size, 1)
-        check_at_least("epochs", self.epochs, 1)
+        if self.batch_size is not None:
+            check_at_least("batch_size", self.batch_size, 1)
+        if self.epochs is not None:
+            check_at_least("epochs", self.epochs, 1)
         if not 0.0 <= self.warmup < 1.0:
             raise SettingError("warmup", f"is a share of the steps in [0, 1), got {self.warmup}")
         if self.max_seq_len < 8:
             raise SettingError("max_seq_len", f"must be at least 8, got {self.max_seq_len}")
 
+    def resolved(self, hidden_size: int) -> FinetuneSettings:
+        """These settings with the recipe named and its values where none is given."""
+        name = recipe_for(self.recipe, hidden_size)
+        recipe = RECIPES[name]
+        return replace(
+            self,
+            recipe=name,  # type: ignore[arg-type]
+            learning_rate=self.learning_rate or recipe.learning_rate,
+            batch_size=self.batch_size or recipe.batch_size,
+            epochs=self.epochs or recipe.epochs,
+        )
+
+    @property
+    def lr(self) -> float:
+        return _given(self.learning_rate, "learning_rate")
+
+    @property
+    def batch(self) -> int:
+        return _given(self.batch_size, "batch_size")
+
+    @property
+    def passes(self) -> int:
+        return _given(self.epochs, "epochs")
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def epoch_line(record: dict[str, Any], epochs: int) -> str:
+    """`epoch 2/3: train loss 0.4123, dev {"accuracy": 81.5}` (by task for several)."""
+    parts = []
+    for name, loss in record["train_loss_by_task"].items():
+        dev = record.get("dev_by_task", {}).get(name)
+        scores = (
+            "" if dev is None else ", dev " + json.dumps({k: round(v, 2) for k, v in dev.items()})
+        )
+        label = f"{name} " if len(record["train_loss_by_task"]) > 1 else ""
+        parts.append(f"{label}train loss {loss:.4f}{scores}")
+    return f"epoch {record['epoch']}/{epochs}: " + "; ".join(parts)
+
+
+def _say(line: str) -> None:
+    """A line on stderr now, above a progress bar if one is drawn, and not held in a
+    buffer when stderr is a file (a log read while the run goes on)."""
+    from tqdm import tqdm
+
+    tqdm.write(line, file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _given(value: Any, name: str) -> Any:
+    if value is None:
+        raise ValueError(f"{name} is the recipe's until the settings are resolved")
+    return value
 
 
 def batches(
@@ -202,12 +300,12 @@ def finetune_tasks(
     # One module holding every task model: a shared encoder's parameters appear once.
     models = nn.ModuleList([r.model for r in runs]).to(device).train()
     rng = random.Random(settings.seed)
-    per_epoch = sum(math.ceil(len(r.train.ids) / settings.batch_size) for r in runs)
-    total = per_epoch * settings.epochs
+    per_epoch = sum(math.ceil(len(r.train.ids) / settings.batch) for r in runs)
+    total = per_epoch * settings.passes
     warmup = int(total * settings.warmup)
     optimizer = torch.optim.AdamW(
         decay_groups(models, settings.weight_decay),
-        lr=settings.learning_rate,
+        lr=settings.lr,
         betas=(0.9, 0.999),
         eps=1e-6,
     )
@@ -222,12 +320,12 @@ def finetune_tasks(
     start = time.perf_counter()
     names = ", ".join(r.spec.name for r in runs)
     bar = progress_bar(total, f"finetune {names}", "step", progress)
-    for epoch in range(settings.epochs):
+    for epoch in range(settings.passes):
         plan: list[tuple[int, list[int]]] = []
         for t, run in enumerate(runs):
             order = list(range(len(run.train.ids)))
             rng.shuffle(order)
-            size = settings.batch_size
+            size = settings.batch
             plan += [(t, order[i : i + size]) for i in range(0, len(order), size)]
         if len(runs) > 1:
             rng.shuffle(plan)
@@ -262,6 +360,7 @@ def finetune_tasks(
         if scored:
             record["dev_by_task"] = scored
         history.epochs.append(record)
+        _say(epoch_line(record, settings.passes))
     bar.close()
     history.seconds = time.perf_counter() - start
     models.eval()

@@ -126,16 +126,23 @@ def test_sweep_keeps_the_learning_rate_with_the_best_dev_score(tiny_run, tmp_pat
     assert json.loads((out / "finetune.json").read_text())["settings"]["learning_rate"] == 1e-3
 
 
-def test_cli_sweep_flag_tries_berts_grid(tiny_run, tmp_path, capsys) -> None:
+@pytest.mark.parametrize(
+    ("recipe", "grid"),
+    [("auto", [1e-3, 5e-4, 3e-4, 1e-4]), ("small", [1e-3, 5e-4, 3e-4, 1e-4]),
+     ("bert", [5e-5, 4e-5, 3e-5, 2e-5])],
+)  # fmt: skip
+def test_cli_sweep_flag_tries_the_recipes_grid(tiny_run, tmp_path, capsys, recipe, grid) -> None:
     data = tmp_path / "sst2"
     write_sst2(data, seed=4, rows=16)
     args = ["finetune", "--run", str(tiny_run), "--task", "glue/sst2", "--data", str(data)]
-    assert (
-        main([*args, "--output", str(tmp_path / "o"), "--sweep", "--epochs", "1", "--no-progress"])
-        == 0
-    )
-    tried = json.loads((tmp_path / "o" / "finetune.json").read_text())["sweep"]
-    assert [t["learning_rate"] for t in tried] == [5e-5, 4e-5, 3e-5, 2e-5]
+    out = ["--output", str(tmp_path / "o"), "--recipe", recipe]
+    assert main([*args, *out, "--sweep", "--epochs", "1", "--no-progress"]) == 0
+    info = json.loads((tmp_path / "o" / "finetune.json").read_text())
+    assert [t["learning_rate"] for t in info["sweep"]] == grid
+    # The tiny run's hidden size is 32: auto is the small recipe; --epochs overrides it.
+    expected = "bert" if recipe == "bert" else "small"
+    assert info["settings"]["recipe"] == expected and info["settings"]["epochs"] == 1
+    assert info["settings"]["batch_size"] == {"bert": 32, "small": 16}[expected]
 
 
 PEOPLE = ["peter", "maria", "john", "anna"]
