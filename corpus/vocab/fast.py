@@ -56,6 +56,7 @@ from clozeworks.corpus.vocab.proven import (
     interleave,
     proven_characters,
     run_limit,
+    unknown_characters,
 )
 
 ID_DTYPE = np.int32
@@ -255,6 +256,14 @@ _COMMON_BLOCKS = (range(0xA0, 0x250), range(0x2000, 0x2070), range(0x20A0, 0x20D
 def _contexts(char: str) -> str:
     """A character alone, inside a word, inside a capitalized word, and doubled."""
     return f"a{char}b {char} A{char}B {char}{char}"
+
+
+def _viterbi_unk_id(spec: str) -> int | None:
+    """The unknown piece's id of a Unigram tokenizer.json (None for other kinds, or
+    without one)."""
+    model = json.loads(spec).get("model", {})
+    unk = model.get("unk_id") if model.get("type") == "Unigram" else None
+    return unk if isinstance(unk, int) else None
 
 
 def agreeing_characters(candidate: FlatEncode, reference: FlatEncode, chars: Sequence[str]) -> str:
@@ -485,6 +494,12 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, Guarded | Counted]:
         if chosen is None:
             continue
         chars = proven_characters(chosen, reference)
+        unk_id = _viterbi_unk_id(spec)
+        if unk_id is not None:
+            # Past a character with no piece, tokie's Viterbi breaks ties between equal
+            # segmentations ("00"+"000" or "000"+"00") otherwise than tokenizers does.
+            unknown = set(unknown_characters(reference, chars, unk_id))
+            chars = "".join(c for c in chars if c not in unknown)
         if chars:
             labels = (f"{package_label(name)}{way[len(name) :]}", label)
             return way, Guarded(chosen, reference, chars, labels, run_limit(tok.get_vocab()))

@@ -105,6 +105,15 @@ def proven_characters(
     return "".join(sorted(out))
 
 
+def unknown_characters(reference: FlatEncode, chars: str, unk_id: int) -> str:
+    """Those of `chars` that `reference` encodes, alone, with `unk_id`: characters the
+    vocabulary has no piece for."""
+    ids, lengths = reference(list(chars))
+    owner = np.repeat(np.arange(len(chars)), lengths)
+    unknown = np.bincount(owner[ids == unk_id], minlength=len(chars)) > 0
+    return "".join(c for c, k in zip(chars, unknown.tolist(), strict=True) if k)
+
+
 def character_class(chars: str) -> str:
     """A regex character class body matching exactly `chars`, as ranges."""
     codes = sorted(set(map(ord, chars)))

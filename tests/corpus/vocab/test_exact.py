@@ -209,6 +209,7 @@ _texts = st.lists(_fragments, max_size=24).map("".join)
 @given(texts=st.lists(_texts, min_size=1, max_size=8))
 @example(texts=["a\t's b", "\t'make", "é" * 128, "=" * 10_000, "word \uffff word", "a\u061db"])
 @example(texts=["x'<S>'y", "＜ｓ＞ <MASK> [mask] <UNK>", "a\u2e43b \U0002b820"])
+@example(texts=["\u0300" + "0" * 110, "\u0301000000", "\u0300" + "0" * 9])
 def test_generated_text(encoders, texts) -> None:
     _, encode, reference = encoders
     got, want = encode(texts), reference(texts)
