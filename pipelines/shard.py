@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
 
 from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards import dealing
@@ -91,6 +92,7 @@ def plan_shards(
         # Sized from the store's text; neither changes which shards come out.
         bucket_bits=dealing.bucket_bits_for(text_bytes * config.dupe_factor),
         documents=store.documents_out,
+        word_start=np.asarray(info.word_start_table(), dtype=bool),
     )
     mask = mask_spec(config, info, counts)
     return ShardPlan(recipe, info, text_bytes * config.dupe_factor, mask)

@@ -88,11 +88,26 @@ def _tokenizer_problem(location: str, files: dict[str, bytes]) -> str | None:
     )
 
 
+def data_summary(phases: list[Phase]) -> list[str]:
+    """A line per phase's shard set, from its manifest: what a model card says the model
+    was trained on (the same wherever the shards lie)."""
+    lines = []
+    for phase in phases:
+        m = phase.manifest
+        documents = m.stats.get("shard.documents")
+        source = f" from {documents:,} documents" if isinstance(documents, int) else ""
+        lines.append(
+            f"{m.sequences:,} {m.mode} sequences of up to {m.max_seq_len} tokens "
+            f"({m.tokens:,} tokens{source}), {m.vocab_kind} vocabulary of {m.vocab_size:,}"
+        )
+    return lines
+
+
 def write_run_config(
-    run: Path, config: TrainConfig, data: str, tokenizer: dict[str, bytes]
+    run: Path, config: TrainConfig, data: str, tokenizer: dict[str, bytes], summary: list[str]
 ) -> None:
     run.mkdir(parents=True, exist_ok=True)
-    payload = {**config.to_dict(), "data": data}
+    payload = {**config.to_dict(), "data": data, "data_summary": summary}
     # The run keeps its own copy, so export works when the shards are remote or gone.
     payload["tokenizer"] = str(copy_tokenizer(tokenizer, run / RUN_TOKENIZER_DIR))
     (run / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

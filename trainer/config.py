@@ -444,9 +444,14 @@ def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:
         raise BadInputError(f"{path}: not valid {path.suffix[1:] or 'JSON'} ({err})") from None
     if not isinstance(data, dict):
         raise BadInputError(f"{path}: expected a table of settings")
-    # A run's own config.json names its data; those keys are not settings.
-    data = {k: v for k, v in data.items() if k not in ("data", "tokenizer")}
+    # A run's own config.json names its data and describes it; those keys are not settings.
+    data = {k: v for k, v in data.items() if k not in RUN_RECORD_KEYS}
     return merge(base, data, str(path))
+
+
+# What a run's config.json holds beside the settings: the data it was given, what that data
+# is (a line per phase's shard set), the run's copy of the tokenizer.
+RUN_RECORD_KEYS = ("data", "data_summary", "tokenizer")
 
 
 def override(config: TrainConfig, section: str, **values: Any) -> TrainConfig:

@@ -123,6 +123,9 @@ def model_card(
         f"{config.precision}, seed {config.seed}",
         f"- Data: `{raw.get('data', '?')}`",
     ]
+    summary = raw.get("data_summary")
+    if isinstance(summary, list):
+        lines += [f"  - {line}" for line in summary if isinstance(line, str)]
     if held_out is not None:
         figures = ", ".join(
             f"{k.removeprefix('eval_')} {v:.4g}"

@@ -33,6 +33,7 @@ from clozeworks.schemas.errors import ClozeError, UsageError
 from clozeworks.trainer import fsdp, precision
 from clozeworks.trainer.assembly import (
     Phase,
+    data_summary,
     mix_seed,
     run_model,
     settle_config,
@@ -162,7 +163,7 @@ class _Run:
         self.config = config
         self.eval_set = eval_dataset(config, data, d, self.phases[0].manifest)
         if d.main:
-            write_run_config(run, config, data, tokenizer)
+            write_run_config(run, config, data, tokenizer, data_summary(self.phases))
         self.model, self.fsdp = run_model(config, d)
         self.optimizer = build_optimizer(self.model, config.optim, d.device)
         self.scheduler = build_scheduler(self.optimizer, config.optim, config.max_steps)

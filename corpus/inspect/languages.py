@@ -14,7 +14,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from clozeworks.corpus.text.filters.languages import UNDETERMINED
-from clozeworks.corpus.vocab.scripts import main_script
+from clozeworks.corpus.vocab.scripts import main_scripts
 
 # Documents without a letter (numbers, punctuation only).
 NO_LETTERS = "none"
@@ -29,8 +29,9 @@ class ScriptTally:
         self.figures: dict[str, list[int]] = {}
 
     def add(self, texts: Iterable[str]) -> None:
-        for text in texts:
-            figures = self.figures.setdefault(main_script(text) or NO_LETTERS, [0, 0])
+        texts = list(texts)
+        for text, script in zip(texts, main_scripts(texts), strict=True):
+            figures = self.figures.setdefault(script or NO_LETTERS, [0, 0])
             figures[0] += 1
             figures[1] += len(text.encode("utf-8", "surrogatepass"))
 
@@ -123,9 +124,10 @@ def token_scripts(
     used = np.flatnonzero(counts)
     texts = tokenizer.decode_batch([[int(i)] for i in used], skip_special_tokens=False)
     totals: dict[str, int] = {}
-    for token_id, text in zip(used.tolist(), texts, strict=True):
-        script = PARTIAL if "\ufffd" in text else main_script(text) or NO_LETTERS
-        totals[script] = totals.get(script, 0) + int(counts[token_id])
+    scripts = main_scripts(texts)
+    for token_id, text, script in zip(used.tolist(), texts, scripts, strict=True):
+        named = PARTIAL if "\ufffd" in text else script or NO_LETTERS
+        totals[named] = totals.get(named, 0) + int(counts[token_id])
     total = sum(totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
     return {script: {"tokens": n, "share": n / total} for script, n in ranked}

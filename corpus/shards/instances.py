@@ -72,34 +72,88 @@ def pack_sentences(lengths: Sequence[int], capacity: int, cut: bool = True) -> l
     return [bounds[i] for i in firsts[1:]] + bounds[-1:] if pieces else []
 
 
-def chunk_bounds(batch: TokenizedBatch, capacity: int, cut: bool = True) -> np.ndarray:
+def word_cuts(ids: np.ndarray, capacity: int, word_start: np.ndarray | None) -> list[int]:
+    """The sizes of the pieces an over-long sentence `ids` is cut into: at most `capacity`
+    each, and with `word_start` (per id, does the piece begin a word) each cut before the
+    last word start that fits, so no piece but one of a word longer than `capacity` begins
+    inside a word (a `##` piece)."""
+    starts = None if word_start is None else word_start[ids]
+    sizes, start, n = [], 0, len(ids)
+    while n - start > capacity:
+        end = start + capacity
+        if starts is not None:
+            fits = np.flatnonzero(starts[start + 1 : end + 1])
+            if len(fits):
+                end = start + 1 + int(fits[-1])
+        sizes.append(end - start)
+        start = end
+    return [*sizes, n - start]
+
+
+def sentence_pieces(
+    batch: TokenizedBatch, capacity: int, word_start: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every sentence of `batch` as the pieces packing takes: itself, or where longer than
+    `capacity` its `word_cuts`. (pieces per sentence, piece sizes in order)."""
+    lengths = np.diff(batch.sentences)
+    counts = np.maximum(1, -(-lengths // capacity))  # ceil; no sentence is empty
+    long = np.flatnonzero(lengths > capacity)
+    if word_start is None or not len(long):
+        sentence = np.repeat(np.arange(len(lengths)), counts)
+        nth = np.arange(len(sentence)) - ranges.offsets(counts)[:-1][sentence]
+        return counts, np.minimum(capacity, lengths[sentence] - nth * capacity)
+    cut = {
+        s: word_cuts(batch.ids[batch.sentences[s] : batch.sentences[s + 1]], capacity, word_start)
+        for s in long.tolist()
+    }
+    counts[long] = [len(cut[s]) for s in long.tolist()]
+    first = ranges.offsets(counts)[:-1]
+    sizes = np.empty(int(counts.sum()), dtype=np.int64)
+    sizes[first] = lengths
+    for s, pieces in cut.items():
+        sizes[first[s] : first[s] + len(pieces)] = pieces
+    return counts, sizes
+
+
+def chunk_bounds(
+    batch: TokenizedBatch, capacity: int, cut: bool = True, word_start: np.ndarray | None = None
+) -> np.ndarray:
     """Every document of `batch` packed (`pack_sentences`): the offsets in `batch.ids` where
     chunks start, then the total. Chunk c is `ids[b[c]:b[c + 1]]`; none crosses a document,
-    none is empty; with `cut=False` an over-long sentence is a chunk longer than `capacity`."""
+    none is empty; with `cut=False` an over-long sentence is a chunk longer than `capacity`;
+    with `word_start` an over-long sentence is cut between words (`word_cuts`)."""
     doc_bounds = batch.token_bounds()
     cuts = [doc_bounds]
+    pieces = None
+    if cut and word_start is not None:
+        counts, sizes = sentence_pieces(batch, capacity, word_start)
+        first_piece = ranges.offsets(counts)
     for d in np.flatnonzero(np.diff(doc_bounds) > capacity).tolist():
         first, last = batch.documents[d], batch.documents[d + 1]
-        lengths = np.diff(batch.sentences[first : last + 1]).tolist()
-        ends = pack_sentences(lengths, capacity, cut)
+        if cut and word_start is not None:
+            pieces = sizes[first_piece[first] : first_piece[last]].tolist()
+            bounds = list(accumulate(pieces, initial=0))
+            firsts = greedy_firsts(pieces, capacity)
+            ends = [bounds[i] for i in firsts[1:]] + bounds[-1:] if pieces else []
+        else:
+            lengths = np.diff(batch.sentences[first : last + 1]).tolist()
+            ends = pack_sentences(lengths, capacity, cut)
         cuts.append(doc_bounds[d] + np.array(ends, dtype=np.int64))
     return np.unique(np.concatenate(cuts))
 
 
 def stream_items(
-    batch: TokenizedBatch, capacity: int, cut: bool = True
+    batch: TokenizedBatch, capacity: int, cut: bool = True, word_start: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """FULL-SENTENCES' stream of `batch`'s documents as items: every sentence (cut into
-    `capacity`-long pieces where longer, unless not `cut`) and a 1-token separator between
-    documents, in order; they tile `separated(batch, sep)`. (sizes, which items are
-    separators)."""
+    pieces of at most `capacity` where longer, unless not `cut`: `sentence_pieces`) and a
+    1-token separator between documents, in order; they tile `separated(batch, sep)`.
+    (sizes, which items are separators)."""
     lengths = np.diff(batch.sentences)
     if not cut:
         capacity = max(capacity, int(lengths.max(initial=1)))
-    pieces = -(-lengths // capacity)  # ceil: no sentence is empty
+    pieces, sizes = sentence_pieces(batch, capacity, word_start if cut else None)
     sentence = np.repeat(np.arange(len(lengths)), pieces)
-    nth = np.arange(len(sentence)) - ranges.offsets(pieces)[:-1][sentence]
-    sizes = np.minimum(capacity, lengths[sentence] - nth * capacity)
     per_doc = np.diff(batch.documents)  # sentences; 0 for a document without tokens
     doc_of_piece = np.repeat(np.arange(len(per_doc)), per_doc)[sentence]
     through = np.cumsum(np.bincount(doc_of_piece, minlength=len(per_doc)))
@@ -114,7 +168,11 @@ def separated(batch: TokenizedBatch, sep: int) -> np.ndarray:
 
 
 def pack_stream(
-    batch: TokenizedBatch, capacity: int, sep: int, cut: bool = True
+    batch: TokenizedBatch,
+    capacity: int,
+    sep: int,
+    cut: bool = True,
+    word_start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FULL-SENTENCES as fairseq's `TokenBlockDataset(break_mode="complete")` builds it for
     RoBERTa: the documents' sentences in one stream, with a separator between documents,
@@ -124,8 +182,10 @@ def pack_stream(
     the model takes), it is cut into `capacity` pieces here, and a block that would hold
     nothing but a separator (before such a piece) is not made; `cut=False` is fairseq's,
     with the over-long blocks left out. (stream, starts, ends): block b is
-    `stream[starts[b]:ends[b]]`."""
-    sizes, is_separator = stream_items(batch, capacity, cut)
+    `stream[starts[b]:ends[b]]`. With `word_start` (per id, whether the piece begins a
+    word) an over-long sentence is cut between words, so no block begins with a `##`
+    piece but where one word is longer than a block."""
+    sizes, is_separator = stream_items(batch, capacity, cut, word_start)
     firsts = np.array(greedy_firsts(sizes.tolist(), capacity), dtype=np.int64)
     bounds = ranges.offsets(sizes)
     nexts = np.append(firsts[1:], len(sizes))[: len(firsts)].astype(np.int64)

@@ -66,6 +66,9 @@ class Recipe:
     token_dtype: str = "uint32"
     bucket_bits: int = dealing.DEFAULT_BUCKET_BITS
     documents: int = 0  # documents in the store (sizes the groups)
+    # Per id, whether the piece begins a word: an over-long sentence is cut between words,
+    # so a sequence does not begin with a `##` piece. None: cut every `capacity` tokens.
+    word_start: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def cut(self) -> bool:
@@ -186,7 +189,7 @@ def packed(
 ) -> tuple[list[SequenceBatch], Counts]:
     """doc-sentences and single: each document's chunks (fairseq's `complete_doc`, or
     SpanBERT's pieces), every dupe-factor copy."""
-    bounds = chunk_bounds(batch, r.capacity, r.cut)
+    bounds = chunk_bounds(batch, r.capacity, r.cut, r.word_start)
     starts, ends = bounds[:-1], bounds[1:]
     doc = np.searchsorted(batch.token_bounds(), starts, side="right") - 1
     number = np.arange(len(doc)) - np.searchsorted(doc, doc)  # chunk number in its document
@@ -203,7 +206,7 @@ def stream(r: Recipe, group: int, parts: Iterable[GroupPart]) -> tuple[list[Sequ
     (`corpus.shards.instances.pack_stream`), every dupe-factor copy."""
     gathered = GroupPart.gather(parts)  # by document key: the same stream every run
     docs = gathered.docs
-    tokens_in, lo, hi = pack_stream(docs, r.capacity, r.specials.sep, r.cut)
+    tokens_in, lo, hi = pack_stream(docs, r.capacity, r.specials.sep, r.cut, r.word_start)
     tokens, bounds = single_sequences(tokens_in, lo, hi, r.specials)
     base = np.array([rk.string_key(r.shard.seed, f"stream\x00{group}")], dtype=np.uint64)
     held = stream_documents(docs, gathered.keys, lo, hi) if r.shard.provenance else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -67,14 +68,28 @@ def _script_table() -> tuple[np.ndarray, tuple[str, ...]]:
 
 def main_script(text: str) -> str | None:
     """The script most of `text`'s letters are in (ties: the first in the table's order);
-    None without letters. Whole documents, at about the speed of encoding them."""
+    None without letters."""
+    return main_scripts([text])[0]
+
+
+def main_scripts(texts: Sequence[str]) -> list[str | None]:
+    """`main_script` of each text, all in one pass over their code points (a vocabulary's
+    30,000 pieces in a few tens of milliseconds)."""
     table, names = _script_table()
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    inside = points[points < _TABLE_SIZE]
-    counts = np.bincount(table[inside], minlength=len(names))
-    counts[0] = 0
-    for ch in {chr(cp) for cp in points[points >= _TABLE_SIZE].tolist()}:
-        script = script_of_char(ch)
-        if script is not None:
-            counts[names.index(script)] += text.count(ch) if script in names else 0
-    return names[int(counts.argmax())] if counts.any() else None
+    if not texts:
+        return []
+    points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    owner = np.repeat(np.arange(len(texts)), [len(t) for t in texts])
+    low = points < _TABLE_SIZE
+    index = np.zeros(len(points), dtype=np.int64)
+    index[low] = table[points[low]]
+    for cp in np.unique(points[~low]).tolist():
+        script = script_of_char(chr(cp))
+        if script in names:
+            index[points == cp] = names.index(script)
+    letters = index > 0
+    flat = owner[letters] * len(names) + index[letters]
+    counts = np.bincount(flat, minlength=len(texts) * len(names)).reshape(len(texts), len(names))
+    best = counts.argmax(axis=1).tolist()
+    found = (counts.max(axis=1) > 0).tolist()
+    return [names[b] if f else None for b, f in zip(best, found, strict=True)]

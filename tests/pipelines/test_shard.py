@@ -211,11 +211,14 @@ def test_full_sentences_are_one_stream_of_the_documents_in_key_order(small_build
     tables = [pq.read_table(f) for f in sorted(Path(paths.docs).glob("part-*.parquet"))]
     ids = [i for t in tables for i in t.column("id").to_pylist()]
     texts = [x for t in tables for x in t.column("text").to_pylist()]
-    encoder = DocumentEncoder(load_tokenizer(paths.tokenizer).tokenizer)
+    info = load_tokenizer(paths.tokenizer)
+    encoder = DocumentEncoder(info.tokenizer)
     order = np.argsort(string_keys(manifest.seed, ids), kind="stable")
     docs = encoder.encode(texts).select(order)
     sep = manifest.special_tokens["sep"]
-    stream, starts, ends = pack_stream(docs, manifest.max_seq_len - 2, sep)
+    # Over-long sentences are cut between words, by the vocabulary's word-start table.
+    starts_words = np.asarray(info.word_start_table(), dtype=bool)
+    stream, starts, ends = pack_stream(docs, manifest.max_seq_len - 2, sep, True, starts_words)
     expected = sorted(tuple(stream[a:b].tolist()) for a, b in zip(starts, ends, strict=True))
     got = sorted(tuple(seq[1:-1].tolist()) for seq, _, _ in _sequences(Path(paths.shards)))
     assert len(got) == manifest.sequences and got == expected

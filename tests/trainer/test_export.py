@@ -3,6 +3,7 @@
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 import torch
@@ -139,6 +140,14 @@ def test_cloze_export_writes_a_loadable_directory_with_the_tokenizer(
     assert card.startswith("---\nlibrary_name: transformers\ntags: [clozeworks, bert, mlm, nsp]")
     assert "- Objectives: mlm, nsp" in card and "- Training: step 2 of 2, batch 4" in card
     assert f"- Data: `{nsp_shards}`" in card and "2 layers, hidden 32" in card
+    # What the data is, from the shards' manifest as the run recorded it when it started.
+    manifest = json.loads((Path(nsp_shards) / ".manifest.json").read_text())
+    totals, stats = manifest["totals"], manifest["stats"]
+    assert (
+        f"  - {totals['sequences']:,} nsp sequences of up to {manifest['max_seq_len']} tokens "
+        f"({totals['tokens']:,} tokens from {stats['shard.documents']:,} documents), "
+        f"{manifest['vocab_kind']} vocabulary of {manifest['vocab_size']:,}\n"
+    ) in card
     assert "- Held-out (step 2): " in card and "mlm_accuracy" in card
     hf, info = transformers.BertForPreTraining.from_pretrained(out, output_loading_info=True)
     assert not [k for k in info["missing_keys"] if "position_ids" not in k]
