@@ -153,15 +153,17 @@ def read_csv(
 ) -> Iterator[RawDocument | Rejected]:
     """A CSV (or, with a tab, TSV) file with a header row, read by Python's csv module
     (quoted fields may hold commas and line breaks); positions are 1-based data rows. A row
-    the parser refuses (a field past `max_record_bytes`, a stray quote) is rejected as
-    `bad_csv` and reading goes on at the next line."""
+    the parser refuses (a field past `max_record_bytes`, a stray quote, a quoted field
+    still open at the end of the file) is rejected as `bad_csv` and reading goes on at the
+    next line. The parser is strict: a lenient one glues `"x"y` into `xy` and takes a
+    quote that never closes as one field holding the rest of the file, without a word."""
     import csv
     import io
 
     options = options or ReadOptions()
     csv.field_size_limit(max(csv.field_size_limit(), options.max_record_bytes))
     text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
-    rows = csv.reader(text, delimiter=delimiter)
+    rows = csv.reader(text, delimiter=delimiter, strict=True)
     try:
         header = next(rows, None)
     except (csv.Error, UnicodeDecodeError) as err:

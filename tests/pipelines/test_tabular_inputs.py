@@ -95,6 +95,22 @@ def test_csv_and_tsv_with_quotes_line_breaks_and_bad_rows(tmp_path, capsys) -> N
     assert json.loads(rows["raw/b.tsv#1"]["meta"]) == {"lang": "de"}
 
 
+def test_a_stray_quote_and_a_quote_never_closed_are_bad_csv(tmp_path, capsys) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    lines = ["id,text", 'c0,"A first document, quoted."', 'c1,"stray"quote', "c2,Plain text."]
+    lines += ['c3,"This quote never closes.', "c4,Swallowed by it.", "c5,And this."]
+    (raw / "a.csv").write_text("\n".join(lines) + "\n")
+    code, stats, err = _clean(tmp_path, capsys, "--input", str(raw))
+    assert code == 0, err
+    # The open quote takes the rest of the file with it: one record, counted, not kept.
+    assert stats["dropped.bad_csv"] == 2 and stats["documents_out"] == 2, stats
+    assert sorted(row["text"] for row in _rows(tmp_path / "docs").values()) == [
+        "A first document, quoted.",
+        "Plain text.",
+    ]
+
+
 def test_a_csv_without_the_text_column_names_its_columns(tmp_path, capsys) -> None:
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "a.csv").write_text("id,content\n1,hello there\n")
