@@ -9,8 +9,9 @@ its id is `{file}#{n}`, n the record's number in the file (1-based, all record t
 counted), which stays the same on every read of the same file.
 
 Records that are not documents are counted: `not_html` (a response of another media type),
-`http_status` (not 200), `empty_text`, `truncated_record` (a record shorter than its
-Content-Length says: the last of a cut file). A `.warc.gz` cut inside its gzip data, or
+`http_status` (not 200), `empty_text`, `truncated_record` (the last record of a cut
+file, of any type: shorter than its Content-Length says, or its header cut short). A
+`.warc.gz` cut inside its gzip data, or
 bytes that are not a WARC record, stop the file with one line naming it and the record.
 """
 
@@ -106,7 +107,14 @@ def read_warc(
         for record in records:
             number, offset = number + 1, record.stream_pos
             kind = record.record_type
+            if "Content-Length" not in record.headers:
+                # FastWARC takes a header cut short for a record of an unknown type.
+                yield Rejected("truncated_record", source, number, "the header breaks off")
+                continue
             if kind not in (WarcRecordType.response, WarcRecordType.conversion):
+                if record.reader.consume() < record.content_length:
+                    got = f"{record.headers.get('WARC-Type')}: shorter than its Content-Length"
+                    yield Rejected("truncated_record", source, number, got)
                 continue
             yield _document(record, kind == WarcRecordType.response, number, source, options,
                             extract)  # fmt: skip

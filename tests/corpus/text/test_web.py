@@ -147,6 +147,33 @@ def test_an_uncompressed_record_cut_short_is_counted(tmp_path) -> None:
     assert rows == {} and stats["dropped.truncated_record"] == 1
 
 
+@pytest.mark.parametrize("into", [4, 12, 40, 80])
+def test_a_record_cut_in_its_header_is_counted_or_one_line(tmp_path, capsys, into) -> None:
+    data = write_warc(tmp_path / "crawl" / "CC-MAIN-x.warc", CRAWL, gz=False)
+    starts = [i for i in range(len(data)) if data.startswith(b"WARC/1.", i)]
+    cut = starts[4] + into  # inside the header of record 5, after 4 whole records
+    (tmp_path / "crawl" / "CC-MAIN-x.warc").write_bytes(data[:cut])
+    if into < len(b"WARC/1.0"):
+        # Not even the version line: FastWARC's "Invalid WARC header", one line naming it.
+        out = tmp_path / "docs"
+        argv = ["clean", "--input", str(tmp_path / "crawl"), "--output", str(out)]
+        assert main([*argv, "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "CC-MAIN-x.warc" in err[0] and "record 4" in err[0], err
+        return
+    rows, stats = clean(tmp_path)
+    assert stats["dropped.truncated_record"] == 1, stats
+    assert sorted(rows) == ["crawl/CC-MAIN-x.warc#2"]  # the records before it, as whole
+
+
+def test_a_metadata_record_cut_short_is_counted(tmp_path) -> None:
+    data = write_warc(tmp_path / "crawl" / "CC-MAIN-x.warc", CRAWL, gz=False)
+    (tmp_path / "crawl" / "CC-MAIN-x.warc").write_bytes(data[:-10])  # into the last body
+    rows, stats = clean(tmp_path)
+    assert stats["dropped.truncated_record"] == 1, stats
+    assert len(rows) == 2
+
+
 def test_the_format_is_found_by_name() -> None:
     from clozeworks.corpus.text.placing import format_by_name
 
