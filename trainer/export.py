@@ -28,12 +28,13 @@ from typing import Any
 from torch import nn
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.checkpoint import DamagedCheckpoint, committed_steps, load_intact, step_dir
 from clozeworks.trainer.config import TrainConfig, load_config_file
 from clozeworks.trainer.families import build_model, to_transformers
 from clozeworks.trainer.metrics import METRICS_FILE, read_metrics
+from clozeworks.trainer.nonfinite import check_finite
 
 CONFIG_FILE = "config.json"
 # A checkpoint's directory in a run (trainer.checkpoint.step_dir).
@@ -72,12 +73,16 @@ def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module
 def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
     """Write `output` (and `output/generator` for ELECTRA); returns the directories written."""
     config, model, raw = load_run(run, step)
+    chosen = step if step is not None else committed_steps(run)[-1]
+    try:
+        check_finite(model, str(step_dir(run, chosen)), "export an earlier --step")
+    except ClozeError as err:
+        raise BadInputError(str(err)) from None
     tokenizer = Path(raw.get("tokenizer", ""))
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{tokenizer}: the run's tokenizer is missing (config.json names it)")
     written = []
     special = _special_ids(tokenizer)
-    chosen = step if step is not None else committed_steps(run)[-1]
     for sub, hf in to_transformers(model, config, special):
         target = output / sub
         tmp = target.with_name(f".{target.name}.tmp")

@@ -58,7 +58,7 @@ from clozeworks.trainer.metrics import (
     step_sums,
     summarize,
 )
-from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard
+from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard, check_finite
 from clozeworks.trainer.objectives import objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.precision import LossScaler
@@ -189,6 +189,12 @@ class _Run:
         resumed_from = state.step
         if config.init_from and state.step == 0:
             self.checkpointer.initialize(config.init_from, self.init_notes)
+        if resumed_from or config.init_from:
+            # Every step from such weights is skipped as non-finite: nothing to train.
+            start = f"step {resumed_from} of {self.run}" if resumed_from else config.init_from
+            check_finite(self.model, str(start), "resume from an earlier --step or start anew")
+        self._skipped_before = state.skipped_nonfinite
+        self._resumed_at = resumed_from
         if progress and d.main:
             print(self.startup_summary(), file=sys.stderr, flush=True)
         log = None
@@ -480,6 +486,7 @@ class _Run:
 
     def _save(self, phase_index: int, loader: Any) -> Path | None:
         self._settle()
+        self._check_progress()
         state = {
             "scheduler": self.scheduler.state_dict(),
             "train": self.state.state_dict(),
@@ -488,6 +495,20 @@ class _Run:
             "phase": phase_index,
         }
         return self.checkpointer.save(self.state.step, state, loader)
+
+    def _check_progress(self) -> None:
+        """ClozeError, before a checkpoint is committed, when every step this session took
+        was skipped as non-finite: a checkpoint of it would hold nothing new. (fp16's first
+        steps may all overflow while its loss scale comes down: as many are allowed.)"""
+        state, allowed = self.state, self.scaler.halvings
+        taken = state.step - self._resumed_at
+        skipped = state.skipped_nonfinite - self._skipped_before
+        if taken > allowed and skipped >= taken:
+            raise ClozeError(
+                f"none of the {taken} step(s) since step {self._resumed_at} had a finite loss "
+                "and gradient, so none was applied and no checkpoint is written; lower the "
+                "learning rate or check the data"
+            )
 
 
 def _phase_at(phases: list[Phase], step: int) -> int:

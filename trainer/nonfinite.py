@@ -23,6 +23,23 @@ from clozeworks.schemas.errors import ClozeError
 MAX_NONFINITE_IN_A_ROW = 5
 
 
+def nonfinite_parameters(model: torch.nn.Module) -> list[str]:
+    """The names of `model`'s parameters holding a NaN or an infinity (one host read)."""
+    named = list(model.named_parameters())
+    if not named:
+        return []
+    finite = torch.stack([p.detach().isfinite().all() for _, p in named]).tolist()
+    return [name for (name, _), ok in zip(named, finite, strict=True) if not ok]
+
+
+def check_finite(model: torch.nn.Module, where: str, advice: str) -> None:
+    """ClozeError naming `where` and the first parameters that are not finite."""
+    bad = nonfinite_parameters(model)
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ClozeError(f"{where}: weights are not finite ({shown}); {advice}")
+
+
 def takes_found_inf(optimizer: torch.optim.Optimizer) -> bool:
     """True for optimizers whose step skips itself when `found_inf` is set (fused Adam)."""
     return isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW) and bool(

@@ -156,6 +156,35 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(shards_dir, tmp_path) ->
         train(config, shards_dir, tmp_path / "run", progress=False)
 
 
+def test_a_session_that_only_skips_commits_nothing(shards_dir, tmp_path) -> None:
+    # lr 1e30: step 1 is finite and leaves weights of about 1e30; every step after is NaN.
+    config = tiny_config(optim={"lr": 1e30, "warmup_steps": 0, "grad_clip": 0.0}, max_steps=1)
+    config = replace(config, save_every=1)
+    train(config, shards_dir, tmp_path / "run", progress=False)
+    more = replace(config, max_steps=3, log_every=10)  # below the streak's 5
+    with pytest.raises(ClozeError, match=r"none of the 1 step\(s\) since step 1 had a finite"):
+        train(more, shards_dir, tmp_path / "run", progress=False, resume=True)
+    assert sorted(p.name for p in (tmp_path / "run").glob("step-*")) == ["step-0000001"]
+
+
+def test_weights_that_are_not_finite_are_refused_on_resume_and_export(
+    shards_dir, tmp_path, capsys
+) -> None:
+    from clozeworks.cli import main
+
+    # lr 1e39 is past float32: step 1's update turns the weights to infinities.
+    config = tiny_config(optim={"lr": 1e39, "warmup_steps": 0, "grad_clip": 0.0}, max_steps=1)
+    train(replace(config, save_every=1), shards_dir, tmp_path / "run", progress=False)
+    more = replace(config, max_steps=3, save_every=1)
+    with pytest.raises(ClozeError, match=r"step 1 of .*: weights are not finite"):
+        train(more, shards_dir, tmp_path / "run", progress=False, resume=True)
+    out = tmp_path / "hf"
+    assert main(["export", "--run", str(tmp_path / "run"), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "step-0000001: weights are not finite" in err, err
+    assert not out.exists()
+
+
 def test_tensorboard_gets_the_logged_scalars(shards_dir, tmp_path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
