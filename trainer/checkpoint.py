@@ -179,6 +179,24 @@ class DamagedCheckpoint(Exception):
     """A committed step whose files are not what COMMITTED recorded, or do not load."""
 
 
+def shape_problem(model: torch.nn.Module, weights: Path) -> str | None:
+    """How `weights` (a safetensors file, read by its header alone) fails to fit `model`
+    (built on the meta device, so no memory is taken), or None: the first tensor whose
+    shape differs. A file that cannot be read is None too: `load_intact` says why."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), "pt") as f:
+            stored = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+    except (OSError, SafetensorError):
+        return None  # damage: `load_intact` names it
+    for name, tensor in model.state_dict().items():
+        shape = stored.get(name)
+        if shape is not None and shape != tuple(tensor.shape):
+            return f"{name} is {list(tensor.shape)} by the config, {list(shape)} in {weights}"
+    return None
+
+
 def load_intact(
     path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
 ) -> dict[str, Any]:

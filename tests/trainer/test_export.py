@@ -176,3 +176,31 @@ def test_export_of_a_directory_that_is_not_a_run_is_a_usage_error(tmp_path, caps
     out = str(tmp_path / "x")
     assert main(["export", "--run", str(tmp_path / "notes"), "--output", out]) == 2
     assert "not a training run directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"hidden_size": 1_000_000}, "past the 110,000,000,000 a run here can have written"),
+        ({"hidden_size": 64, "intermediate_size": 128}, "does not fit the weights"),
+        ({"num_layers": 3}, None),  # a layer the weights lack: the load names the file
+    ],
+)
+def test_an_edited_config_is_one_line_before_any_allocation(
+    shards_dir, tmp_path, capsys, edit, says
+) -> None:
+    from clozeworks.trainer.loop import train
+    from tests.trainer.test_loop import tiny_config
+
+    run = tmp_path / "run"
+    config = tiny_config(max_steps=1, save_every=1, optim={"warmup_steps": 0})
+    train(config, shards_dir, run, progress=False)
+    config = json.loads((run / "config.json").read_text())
+    config["model"].update(edit)
+    (run / "config.json").write_text(json.dumps(config))
+    assert main(["export", "--run", str(run), "--output", str(tmp_path / "hf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert (says or "step-0000001") in err, err
+    if says:
+        assert f"{run / 'config.json'}: " in err, err
