@@ -13,7 +13,8 @@ object holding a random token, read back after writing it and checked again befo
 commit, so of two runs that raced past the first check at most one commits. A lock object
 left by a run that died is taken over when it names a dead process on this host; from
 another host it cannot be told from a live run, and the message says which object to
-delete.
+delete. A lock object that cannot be read, or does not parse, is never taken over: it may
+be a live run's, so the run stops in one line naming it.
 """
 
 from __future__ import annotations
@@ -172,20 +173,51 @@ class OutputLock:
 
     def _acquire_object(self) -> None:
         if self.fs.exists(self.path):
-            other = self._read()
-            if other is not None and not other.is_dead_here():
+            # Only a lock proven stale is taken over: one that cannot be read, or does not
+            # parse, may be a live run's, and writing over it would let two runs write here.
+            other = self._read_existing()
+            if not other.is_dead_here():
                 raise self._in_use(other, remote=True)
-            if other is not None:
-                _say_taken_over(self.output, other)
+            _say_taken_over(self.output, other)
         self.fs.write_atomic(self.path, self.holder.to_bytes())
         self.check()
+
+    def _read_existing(self) -> Holder:
+        """The holder an existing lock object names; OutputInUse naming the object when it
+        cannot be read or does not parse."""
+        try:
+            with self.fs.open(self.path) as f:
+                data = f.read(4096)
+        except (OSError, FileNotFoundError) as err:
+            raise OutputInUse(
+                f"{self.output}: the lock object {self.path} cannot be read ({err}), so "
+                "whether a run holds it is unknown; run again, or delete it if no run writes "
+                "there"
+            ) from None
+        holder = Holder.parse(data)
+        if holder is None:
+            raise OutputInUse(
+                f"{self.output}: the lock object {self.path} is not a lock this tool wrote "
+                "(it does not parse); delete it if no run writes there"
+            )
+        return holder
 
     def check(self) -> None:
         """OutputInUse unless the lock is still this run's (an object store's lock can be
         overwritten by a run that raced past the first check). Called before a commit."""
         if not self.held or is_local(self.output):
             return
-        now = self._read()
+        try:
+            with self.fs.open(self.path) as f:
+                now = Holder.parse(f.read(4096))
+        except FileNotFoundError:
+            now = None
+        except OSError as err:
+            self.held = False
+            raise OutputInUse(
+                f"{self.output}: the lock object {self.path} cannot be read ({err}) to "
+                "confirm this run still holds it, so nothing is committed; run again"
+            ) from None
         if now is None or now.token != self.holder.token:
             self.held = False
             raise self._in_use(now, remote=True)
@@ -211,13 +243,6 @@ class OutputLock:
     @staticmethod
     def _local(path: str) -> str:
         return path.removeprefix("file://")
-
-    def _read(self) -> Holder | None:
-        try:
-            with self.fs.open(self.path) as f:
-                return Holder.parse(f.read(4096))
-        except (OSError, FileNotFoundError):
-            return None
 
     def _in_use(self, other: Holder | None, remote: bool = False) -> OutputInUse:
         who = other.said() if other else "another run"

@@ -202,6 +202,13 @@ def test_an_output_in_use_on_a_bucket(bucket: Bucket, tmp_path: Path) -> None:
     with OutputLock(BEAM_FS, out, "clean") as taker:
         assert bucket.files("locked")[LOCK_FILE] == taker.holder.to_bytes()
 
+    # A lock object that does not parse may be a live run's (another tool's, a newer
+    # version's): it is named, never written over.
+    BEAM_FS.write_atomic(f"{out}/{LOCK_FILE}", b"not a lock")
+    with pytest.raises(OutputInUse, match=f"{out}/{LOCK_FILE} is not a lock this tool wrote"):
+        OutputLock(BEAM_FS, out, "clean").acquire()
+    assert bucket.files("locked")[LOCK_FILE] == b"not a lock"
+
 
 def test_meta_several_stores_and_provenance_on_a_bucket(bucket, local, tmp_path) -> None:
     """Issue 34's additions where the stores are objects: `--meta-fields`, a dedup of two
