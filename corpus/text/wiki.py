@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from clozeworks.corpus.text.records import RawDocument, ReadOptions, Rejected, make_id
-from clozeworks.corpus.text.wikitext import passages
+from clozeworks.corpus.text.wikitext import TooComplex, passages
 from clozeworks.schemas.errors import BadInputError, SettingError
 
 
@@ -109,6 +109,9 @@ def read_mediawiki(
             continue
         try:
             text = passages(page.text)
+        except TooComplex as err:
+            yield Rejected("too_complex", source, page.page_id, f"{page.title}: {err}")
+            continue
         except Exception as err:  # mwparserfromhell raises bare errors on wikitext it cannot parse
             yield Rejected("bad_wikitext", source, page.page_id, f"{page.title}: {err}")
             continue

@@ -39,3 +39,24 @@ def test_each_construct_is_kept_or_left_out(wikitext: str, expected: str) -> Non
 def test_many_stray_angle_brackets_keep_all_text() -> None:
     text = " ".join(f"x{i} < y{i} <name{i}@host>" for i in range(3000))
     assert passages(text) == text
+
+
+@pytest.mark.parametrize("tag", ["div", "span", "b"])
+def test_tags_left_open_are_too_complex_in_near_linear_time(tag) -> None:
+    """mwparserfromhell is quadratic in tags left open (16,000 `<div>`: 20 s); past the
+    budget a page is refused before it is tokenized, so time grows with the text only."""
+    import time
+
+    from clozeworks.corpus.text.wikitext import MAX_UNCLOSED_TAGS, TooComplex, unclosed_tags
+
+    assert unclosed_tags(f"<{tag}>a</{tag}> <{tag}/> <li>x <td>y") == 0
+    assert passages(f"x <{tag}>" * MAX_UNCLOSED_TAGS)  # at the budget: parsed
+    seconds = []
+    for n in (4_000, 16_000, 64_000):
+        start = time.perf_counter()
+        with pytest.raises(TooComplex, match=f"{n} tags left open"):
+            passages("x " + f"<{tag}>" * n)
+        seconds.append(time.perf_counter() - start)
+    # 16x the text in no more than 16x the time, with room for a shared machine's noise
+    # (quadratic would be 256x); and fast in absolute terms.
+    assert seconds[2] < 40 * max(seconds[0], 1e-3) and seconds[2] < 2.0, seconds
