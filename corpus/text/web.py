@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, Literal, get_args
 
 from clozeworks.corpus.text.encoding import decode_page
+from clozeworks.corpus.text.htmldepth import MAX_DEPTH, too_deep
 from clozeworks.corpus.text.records import (
     RawDocument,
     ReadOptions,
@@ -182,6 +183,8 @@ def _document(
         media = record.http_content_type
         if media and media not in HTML_TYPES:
             return Rejected("not_html", source, number, f"{url}: {media}")
+        if too_deep(body):
+            return Rejected("too_complex", source, number, f"{url}: nested past {MAX_DEPTH}")
         text, page_language = extract(body, record.http_charset)
         language = language or record.http_headers.get("Content-Language") or page_language
     else:
@@ -200,6 +203,9 @@ def read_html(
     data = whole_file(stream, source, options)
     if isinstance(data, Rejected):
         yield data
+        return
+    if too_deep(data):
+        yield Rejected("too_complex", source, 1, f"nested past {MAX_DEPTH}")
         return
     text, language = EXTRACTORS[options.extractor](data, None)
     if not text.strip():
