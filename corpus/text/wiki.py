@@ -2,16 +2,18 @@
 passages BERT kept (`wikitext.passages`).
 
 Articles are the pages of namespace 0 that are not redirects. The dump is parsed as it
-streams (elements cleared as they are read), so memory stays flat on a dump of any size.
+streams, and a page's text is kept only up to the record limit, so memory stays flat on a
+dump of any size and whatever one page holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
+from xml.parsers import expat
 
 from clozeworks.corpus.text.records import RawDocument, ReadOptions, Rejected, make_id
 from clozeworks.corpus.text.wikitext import TooComplex, passages
@@ -24,7 +26,9 @@ class Page:
     title: str
     namespace: int
     redirect: bool
-    text: str
+    text: str  # "" when `too_long`
+    # The text was longer than the reader's limit: it streamed past, never held.
+    too_long: bool = False
 
 
 def require_parser() -> None:
@@ -37,56 +41,95 @@ def require_parser() -> None:
         )
 
 
-def iter_pages(stream: IO[bytes], source: str) -> Iterator[Page]:
-    """The pages of a dump, in order; BadInputError naming the file and the line for XML
-    that does not parse (a truncated dump ends that way)."""
-    try:
-        events = ET.iterparse(stream, events=("start", "end"))
-        root: Any = None
-        for event, elem in events:
-            if root is None:
-                root = elem
-            if event != "end" or _local(elem.tag) != "page":
-                continue
-            page = _page(elem)
-            elem.clear()
-            root.clear()  # the pages read so far: memory stays flat
-            if page is not None:
-                yield page
-    except ET.ParseError as err:
-        line, column = getattr(err, "position", (0, 0))
-        raise BadInputError(
-            f"{source}: the XML breaks off or is malformed at line {line}, column {column} "
-            f"({err.msg if hasattr(err, 'msg') else err})"
-        ) from None
+# Bytes of the dump read at a time, and the most a page's title, namespace or id may hold.
+_READ_BYTES = 1 << 20
+_FIELD_BYTES = 1 << 16
+_NO_LIMIT = 1 << 62
 
 
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
+class _Pages:
+    """expat's handlers: the pages of a dump as they end, each field's text collected only
+    up to its limit (a page's text up to the record limit), the rest dropped as it is read."""
+
+    def __init__(self, max_text_bytes: int) -> None:
+        self.max_text_bytes = max_text_bytes
+        self.path: list[str] = []
+        self.done: list[Page] = []
+        self.fields: dict[str, Any] = {}
+        self.parts: list[str] | None = None
+        self.size = self.limit = 0
+        self.over = False
+
+    def start(self, name: str, attrs: Any) -> None:
+        parent = self.path[-1] if self.path else ""
+        self.path.append(name)
+        if name == "page":
+            self.fields = {"redirect": False, "text": "", "too_long": False}
+        elif parent == "page" and name in ("title", "ns", "id") and name not in self.fields:
+            self._collect(_FIELD_BYTES)
+        elif parent == "page" and name == "redirect":
+            self.fields["redirect"] = True
+        elif parent == "revision" and name == "text" and self.path[-3:-2] == ["page"]:
+            self._collect(self.max_text_bytes)
+
+    def _collect(self, limit: int) -> None:
+        self.parts, self.size, self.limit, self.over = [], 0, limit, False
+
+    def data(self, text: str) -> None:
+        if self.parts is None or self.over:
+            return
+        self.size += len(text.encode("utf-8", "surrogatepass"))
+        if self.size > self.limit:
+            self.over, self.parts = True, []  # the rest streams past, never held
+            return
+        self.parts.append(text)
+
+    def end(self, name: str) -> None:
+        self.path.pop()
+        if self.parts is not None and name in ("title", "ns", "id", "text"):
+            value = "".join(self.parts)
+            if name == "text":  # a history dump's revisions: the last one's
+                self.fields.update(text=value, too_long=self.over)
+            else:
+                self.fields[name] = value.strip()
+            self.parts = None
+        elif name == "page":
+            page = self.fields
+            # A page without a numeric id is not one the dump format makes: left out.
+            with contextlib.suppress(KeyError, ValueError):
+                self.done.append(
+                    Page(int(page["id"]), page.get("title", ""), int(page.get("ns", 0)),
+                         page["redirect"], page["text"], page["too_long"])
+                )  # fmt: skip
+            self.fields = {}
 
 
-def _page(elem: Any) -> Page | None:
-    fields: dict[str, Any] = {"redirect": False, "text": ""}
-    for child in elem:
-        name = _local(child.tag)
-        if name in ("title", "ns", "id") and name not in fields:
-            fields[name] = (child.text or "").strip()
-        elif name == "redirect":
-            fields["redirect"] = True
-        elif name == "revision":
-            for part in child:
-                if _local(part.tag) == "text":
-                    fields["text"] = part.text or ""
-    try:
-        return Page(
-            int(fields["id"]),
-            fields.get("title", ""),
-            int(fields.get("ns", 0)),
-            fields["redirect"],
-            fields["text"],
-        )
-    except (KeyError, ValueError):
-        return None  # a page without a numeric id: not one the dump format makes
+def iter_pages(stream: IO[bytes], source: str, max_text_bytes: int = _NO_LIMIT) -> Iterator[Page]:
+    """The pages of a dump, in order, parsed as the bytes stream in (expat, its
+    protections against entity expansion); a page's text past `max_text_bytes` is dropped
+    as it is read (`too_long`), so memory is bounded whatever one page claims.
+    BadInputError naming the file and the line for XML that does not parse (a truncated
+    dump ends that way)."""
+    pages = _Pages(max_text_bytes)
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    parser.buffer_size = 1 << 16
+    parser.StartElementHandler = pages.start
+    parser.EndElementHandler = pages.end
+    parser.CharacterDataHandler = pages.data
+    while True:
+        chunk = stream.read(_READ_BYTES)
+        try:
+            parser.Parse(chunk, not chunk)
+        except expat.ExpatError as err:
+            raise BadInputError(
+                f"{source}: the XML breaks off or is malformed at line {err.lineno}, column "
+                f"{err.offset} ({expat.ErrorString(err.code)})"
+            ) from None
+        yield from pages.done
+        pages.done.clear()
+        if not chunk:
+            return
 
 
 def read_mediawiki(
@@ -97,14 +140,14 @@ def read_mediawiki(
     import json
 
     options = options or ReadOptions()
-    for page in iter_pages(stream, source):
+    for page in iter_pages(stream, source, options.max_record_bytes):
         if page.namespace != 0:
             yield Rejected("not_an_article", source, page.page_id, f"namespace {page.namespace}")
             continue
         if page.redirect:
             yield Rejected("redirect", source, page.page_id, page.title)
             continue
-        if len(page.text.encode("utf-8")) > options.max_record_bytes:
+        if page.too_long:
             yield Rejected("too_long", source, page.page_id, page.title)
             continue
         try:

@@ -78,6 +78,8 @@ def unclosed_tags(wikitext: str) -> int:
         name = match.group(1).lower()
         opened[name] = opened.get(name, 0) - 1
     return sum(max(0, n) for n in opened.values())
+
+
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 

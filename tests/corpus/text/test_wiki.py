@@ -140,3 +140,32 @@ def test_a_multistream_dump_is_read_by_ranges_and_gives_the_same_documents(tmp_p
         out[name] = sorted((r["id"].split("#")[1], r["text"], r["meta"]) for r in rows)
     assert out["multi"] == out["plain"]
     assert multi.stat().st_size > 1500  # so the 150-byte ranges are many
+
+
+def test_a_page_past_the_record_limit_is_never_held(tmp_path) -> None:
+    """A few hundred bytes of bz2 can claim a page of 64 MiB: it streams past, counted as
+    too_long, and the reader's memory stays within a few MiB of the limit."""
+    import io
+    import tracemalloc
+
+    from clozeworks.corpus.text.records import ReadOptions
+    from clozeworks.corpus.text.wiki import read_mediawiki
+
+    huge = "a" * (64 << 20)
+    xml = (
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/">\n'
+        f"{_page(7, 'Huge', huge)}{_page(8, 'Small', 'A short article of some words.')}"
+        "</mediawiki>\n"
+    ).encode()
+    packed = bz2.compress(xml)
+    del huge, xml
+    assert len(packed) < 1000
+    stream = bz2.BZ2File(io.BytesIO(packed))
+    tracemalloc.start()
+    try:
+        records = list(read_mediawiki(stream, "d.xml.bz2", ReadOptions(max_record_bytes=1 << 20)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [getattr(r, "reason", "kept") for r in records] == ["too_long", "kept"]
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB"
