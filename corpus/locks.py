@@ -27,15 +27,51 @@ import json
 import os
 import socket
 import sys
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import IO
+from typing import IO, Any, TypeVar, cast
 
 from clozeworks.corpus.outputs import OutputFS
-from clozeworks.schemas.errors import BadInputError, UsageError
+from clozeworks.schemas.errors import BadInputError, ClozeError, UsageError
 from clozeworks.schemas.validate import loads
 
 LOCK_FILE = ".cloze.lock"
+T = TypeVar("T")
+# How long a lock object's read or removal may take on an object store before the run
+# stops saying so: a store's client may retry a failing GET for ten minutes (Beam's S3
+# reader backs off 5 s doubling, 7 times). The environment may set it (seconds).
+LOCK_SECONDS_VARIABLE = "CLOZEWORKS_LOCK_SECONDS"
+DEFAULT_LOCK_SECONDS = 60.0
+
+
+def lock_seconds() -> float:
+    try:
+        return max(0.1, float(os.environ.get(LOCK_SECONDS_VARIABLE, DEFAULT_LOCK_SECONDS)))
+    except ValueError:
+        return DEFAULT_LOCK_SECONDS
+
+
+def within(seconds: float, work: Callable[[], T]) -> T:
+    """`work()`'s answer, or TimeoutError once `seconds` pass without one (the work goes on
+    in a daemon thread, abandoned: a store client's retries cannot be interrupted)."""
+    answer: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            answer["value"] = work()
+        except BaseException as err:  # handed to the caller
+            answer["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True, name="cloze-lock-io")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in answer:
+        raise answer["error"]
+    return cast(T, answer["value"])
 
 
 class OutputInUse(UsageError):
@@ -186,15 +222,21 @@ class OutputLock:
         """The holder an existing lock object names; OutputInUse naming the object when it
         cannot be read or does not parse."""
         try:
-            with self.fs.open(self.path) as f:
-                data = f.read(4096)
-        except (OSError, FileNotFoundError) as err:
+            data = within(lock_seconds(), self._read_bytes)
+        except (OSError, ClozeError) as err:
             raise OutputInUse(
                 f"{self.output}: the lock object {self.path} cannot be read ({err}), so "
                 "whether a run holds it is unknown; run again, or delete it if no run writes "
                 "there"
             ) from None
         holder = Holder.parse(data)
+        if holder is None and not data:
+            # Beam's S3 reader answers a GET that keeps failing with no bytes.
+            raise OutputInUse(
+                f"{self.output}: the lock object {self.path} cannot be read (it reads as "
+                "empty), so whether a run holds it is unknown; run again, or delete it if "
+                "no run writes there"
+            )
         if holder is None:
             raise OutputInUse(
                 f"{self.output}: the lock object {self.path} is not a lock this tool wrote "
@@ -208,11 +250,10 @@ class OutputLock:
         if not self.held or is_local(self.output):
             return
         try:
-            with self.fs.open(self.path) as f:
-                now = Holder.parse(f.read(4096))
+            now = Holder.parse(within(lock_seconds(), self._read_bytes))
         except FileNotFoundError:
             now = None
-        except OSError as err:
+        except (OSError, ClozeError) as err:
             self.held = False
             raise OutputInUse(
                 f"{self.output}: the lock object {self.path} cannot be read ({err}) to "
@@ -235,10 +276,22 @@ class OutputLock:
                 with contextlib.suppress(OSError):
                     os.rmdir(self._local(self.where))
         elif self.held:
-            with contextlib.suppress(OutputInUse):
+            try:
                 self.check()
-                self.fs.delete([self.path])
+                within(lock_seconds(), lambda: self.fs.delete([self.path]))
+            except OutputInUse:
+                pass  # no longer ours: another run's lock stays
+            except (OSError, ClozeError) as err:
+                print(
+                    f"{self.output}: the lock object {self.path} could not be removed ({err}); "
+                    "delete it before the next run",
+                    file=sys.stderr,
+                )
         self.held = False
+
+    def _read_bytes(self) -> bytes:
+        with self.fs.open(self.path) as f:
+            return f.read(4096)
 
     @staticmethod
     def _local(path: str) -> str:

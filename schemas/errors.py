@@ -48,6 +48,11 @@ class WriteError(ClozeError):
         super().__init__(f"{path}: cannot write: {said}")
 
 
+class StoreError(ClozeError):
+    """An object store's refusal that its client's retries did not fix (a bucket that does
+    not exist, a 5xx that persists): the message names the URL and what to do. Exit 1."""
+
+
 class SettingError(UsageError):
     """A setting whose value no run can use. `setting` is its name as a config field
     (`max_seq_len`); the command line says it as its flag (`--max-seq-len`). `problem` may

@@ -6,9 +6,10 @@ knows, on any runner.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import apache_beam as beam
@@ -17,6 +18,76 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
+from clozeworks.schemas.errors import BadInputError, StoreError
+
+
+def _store_exceptions() -> tuple[type[Exception], ...]:
+    """What Beam's object-store clients raise once their retries are spent, beside OSError
+    (BeamIOError is one): S3's client errors carry the HTTP status."""
+    found: list[type[Exception]] = []
+    with contextlib.suppress(ImportError):
+        from apache_beam.io.aws.clients.s3.messages import S3ClientError
+
+        found.append(S3ClientError)
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def store_errors(path: str) -> Iterator[None]:
+    """An object store's refusal that retries did not fix, as one line naming `path`:
+    StoreError (exit 1), or for an object that is not there, BadInputError (exit 2)."""
+    try:
+        yield
+    except _store_exceptions() as err:
+        status = getattr(err, "code", None)
+        said = str(getattr(err, "message", err)).splitlines()[0]
+        if "NoSuchBucket" in said:
+            bucket = path.split("://", 1)[-1].split("/", 1)[0]
+            raise StoreError(f"{path}: the bucket {bucket} does not exist; create it or name "
+                             "another") from None  # fmt: skip
+        if status == 404:
+            raise BadInputError(f"{path}: not found ({said}); it was there when listed") from None
+        raise StoreError(
+            f"{path}: the object store refused after its retries (HTTP {status}: {said}); "
+            "run again later, or check the credentials may read and write there"
+        ) from None
+
+
+class _StoreReads:
+    """An object open for reading whose store failures (after the client's retries) are
+    one line naming it (`store_errors`), however far into the object they come."""
+
+    def __init__(self, raw: Any, path: str) -> None:
+        self._raw = raw
+        self._path = path
+
+    def read(self, size: int = -1) -> bytes:
+        with store_errors(self._path):
+            return self._raw.read(size)
+
+    def read1(self, size: int = -1) -> bytes:
+        with store_errors(self._path):
+            return self._raw.read1(size)
+
+    def readinto(self, buffer: Any) -> int:
+        with store_errors(self._path):
+            return self._raw.readinto(buffer)
+
+    def readline(self, size: int = -1) -> bytes:
+        with store_errors(self._path):
+            return self._raw.readline(size)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def __enter__(self) -> _StoreReads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._raw.close()
 
 
 class BeamFS(OutputFS):
@@ -24,21 +95,29 @@ class BeamFS(OutputFS):
         return FileSystems.join(base, *names)
 
     def _create(self, path: str) -> IO[bytes]:
-        return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        with store_errors(path):
+            return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
     def open(self, path: str) -> IO[bytes]:
-        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        with store_errors(path):
+            raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        if FileSystems.get_scheme(path) in (None, "file"):
+            return raw
+        return _StoreReads(raw, path)  # type: ignore[return-value]
 
     def rename(self, sources: Sequence[str], targets: Sequence[str]) -> None:
-        FileSystems.rename(list(sources), list(targets))
+        with store_errors(targets[0] if targets else ""):
+            FileSystems.rename(list(sources), list(targets))
 
     def delete(self, paths: Sequence[str]) -> None:
-        present = [p for p in paths if FileSystems.exists(p)]
-        if present:
-            FileSystems.delete(present)
+        with store_errors(paths[0] if paths else ""):
+            present = [p for p in paths if FileSystems.exists(p)]
+            if present:
+                FileSystems.delete(present)
 
     def exists(self, path: str) -> bool:
-        return FileSystems.exists(path)
+        with store_errors(path):
+            return FileSystems.exists(path)
 
     def match(self, pattern: str) -> list[str]:
         try:

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from clozeworks.cli import main
 from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.trainer.batch_index import prepare
-from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.config import RUN_RECORD_KEYS, ModelConfig, TrainConfig
 from clozeworks.trainer.data.loader import ShardDataset
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
 from clozeworks.trainer.families import build_model, to_transformers
@@ -305,7 +305,7 @@ def test_train_resume_and_export(
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
     config = TrainConfig.from_dict(
         {k: v for k, v in json.loads((whole / "config.json").read_text()).items()
-         if k not in ("data", "tokenizer")}
+         if k not in RUN_RECORD_KEYS}
     )  # fmt: skip
     model = build_model(config)
     model.load_state_dict(load_file(whole / "step-0000006" / "model.safetensors"), strict=False)
