@@ -132,6 +132,17 @@ class OutputFS(ABC):
 
     def write_atomic(self, path: str, data: bytes) -> None:
         """Write `data` to a hidden temporary file beside `path`, then rename it into place."""
+        tmp = self.write_beside(path, data)
+        try:
+            with writing(path):
+                self.rename([tmp], [path])
+        except BaseException:
+            self.delete([tmp])
+            raise
+
+    def write_beside(self, path: str, data: bytes) -> str:
+        """`data` in a new hidden temporary file beside `path` (removed again if the write
+        fails); its name."""
         head, _, name = path.rpartition("/")
         tmp = (
             f"{head}/.{name}.{uuid.uuid4().hex}.tmp" if head else f".{name}.{uuid.uuid4().hex}.tmp"
@@ -139,11 +150,10 @@ class OutputFS(ABC):
         try:
             with self.create(tmp) as f:
                 f.write(data)
-            with writing(path):
-                self.rename([tmp], [path])
         except BaseException:
             self.delete([tmp])
             raise
+        return tmp
 
     def write_json(self, path: str, data: Any) -> None:
         """`data` as indented, key-sorted JSON, written atomically."""
@@ -175,17 +185,32 @@ class OutputFS(ABC):
         """Replace `output`'s files matching `pattern` with the staged ones, then write
         `marker` (JSON) last and remove the staging directory. Returns the new paths.
 
-        The old marker goes first (under its earlier name too), so an interrupted commit
-        leaves a directory that readers refuse instead of a mix of old and new files that
-        looks complete.
+        The marker is written beside its place first: a store that refuses it refuses it
+        before anything at the final names has changed. Then the old marker goes (under its
+        earlier name too), so an interrupted commit leaves a directory that readers refuse
+        instead of a mix of old and new files that looks complete; and if the marker cannot
+        be moved into place at the end, the files moved there are removed again.
         """
-        self.delete([self.join(output, name) for name in names_of(marker)])
-        self.delete(self.match(self.join(output, pattern)))
-        staged = self.match(self.join(staging, pattern))
-        targets = [self.join(output, p.rsplit("/", 1)[-1]) for p in staged]
-        if staged:
-            self.rename(staged, targets)
-        self.write_json(self.join(output, marker), marker_data)
+        path = self.join(output, marker)
+        # A run killed inside an earlier commit may have left its marker's temporary file
+        # (the output's lock keeps every other run out).
+        self.delete(self.match(self.join(output, f".{marker}.*.tmp")))
+        text = (json.dumps(marker_data, indent=2, sort_keys=True) + "\n").encode()
+        ready = self.write_beside(path, text)
+        targets: list[str] = []
+        try:
+            self.delete([self.join(output, name) for name in names_of(marker)])
+            self.delete(self.match(self.join(output, pattern)))
+            staged = self.match(self.join(staging, pattern))
+            targets = [self.join(output, p.rsplit("/", 1)[-1]) for p in staged]
+            if staged:
+                self.rename(staged, targets)
+            with writing(path):
+                self.rename([ready], [path])
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.delete([ready, *targets])
+            raise
         self.remove_tree(staging)
         return targets
 

@@ -64,6 +64,25 @@ def test_commit_replaces_matching_files_and_writes_the_marker_last(
     assert json.loads((tmp_path / "stats.json").read_text()) == {"documents": 1}
 
 
+def test_a_marker_that_cannot_be_placed_takes_the_new_files_back(tmp_path: Path) -> None:
+    """The marker is written beside its place before anything moves; if it then cannot be
+    moved into place (here a directory holds its name), the files moved are removed again
+    and no part file stands at the final names without a marker. A marker temporary that
+    a killed commit left is cleared by the next. (Local disk: a directory in the way is a
+    failure there; Beam's local filesystem moves the file into it.)"""
+    fs, out = LOCAL, str(tmp_path)
+    (tmp_path / ".stats.json.0123abcd.tmp").write_text("left by a killed commit")
+    (tmp_path / "stats.json").mkdir()
+    (tmp_path / "stats.json" / "x").write_text("in the way")
+    staging = fs.new_staging_dir(out)
+    with fs.create(fs.join(staging, "part-7.txt")) as f:
+        f.write(b"new")
+    with pytest.raises(Exception):  # noqa: B017 (each backend says it its own way)
+        fs.commit(staging, out, "part-*.txt", "stats.json", {"documents": 1})
+    left = [n for n in _files(tmp_path) if not n.startswith(".staging-")]
+    assert left == ["stats.json", "stats.json/x"], left
+
+
 @BACKENDS
 def test_listing_matching_and_removing(fs: OutputFS, tmp_path: Path) -> None:
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
