@@ -24,12 +24,17 @@ MAX_NONFINITE_IN_A_ROW = 5
 
 
 def nonfinite_parameters(model: torch.nn.Module) -> list[str]:
-    """The names of `model`'s parameters holding a NaN or an infinity (one host read)."""
+    """The names of `model`'s parameters holding a NaN or an infinity (one host read). With
+    sharded parameters (FSDP's DTensors) each rank checks its shard and the ranks agree, so
+    every rank gives the same answer; every rank must call it."""
     named = list(model.named_parameters())
     if not named:
         return []
-    finite = torch.stack([p.detach().isfinite().all() for _, p in named]).tolist()
-    return [name for (name, _), ok in zip(named, finite, strict=True) if not ok]
+    local = [getattr(p, "to_local", lambda p=p: p)().detach() for _, p in named]
+    finite = torch.stack([t.isfinite().all() for t in local]).to(torch.int32)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.all_reduce(finite, op=torch.distributed.ReduceOp.MIN)
+    return [name for (name, _), ok in zip(named, finite.tolist(), strict=True) if not ok]
 
 
 def check_finite(model: torch.nn.Module, where: str, advice: str) -> None:
