@@ -101,4 +101,3 @@ def test_an_input_gone_after_listing_is_one_line(store, tmp_path, capsys) -> Non
     code, err = _clean(f"{store.url}/raw", str(tmp_path / "docs"), store, capsys)
     assert code == 2 and len(err) == 1 and f"{store.url}/raw/b.jsonl" in err[0], err
     assert not (tmp_path / "docs" / ".stats.json").exists()
-
