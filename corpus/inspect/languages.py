@@ -41,19 +41,23 @@ class ScriptTally:
         return {script: {"documents": d, "bytes": b} for script, (d, b) in ranked}
 
 
-def _clean_stages(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The clean stages' .stats.json records under `stats` (dedup nests them)."""
+def stage_records(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A store's .stats.json record, then its upstreams' (dedup nests clean's, or several
+    cleans' in order under `upstreams`), at most 64."""
     found: list[dict[str, Any]] = []
     todo: list[Any] = [stats]
     while todo and len(found) < 64:
         item = todo.pop(0)
         if not isinstance(item, dict):
             continue
-        if item.get("stage") == "clean":
-            found.append(item)
+        found.append(item)
         several = item.get("upstreams")
         todo += several if isinstance(several, list) else [item.get("upstream")]
     return found
+
+
+def _clean_stages(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [s for s in stage_records(stats) if s.get("stage") == "clean"]
 
 
 def identified_languages(stats: dict[str, Any] | None) -> dict[str, dict[str, int]]:

@@ -20,6 +20,7 @@ from clozeworks.corpus.inspect.languages import (
     asked_languages,
     identified_languages,
     language_warnings,
+    stage_records,
 )
 from clozeworks.corpus.inspect.stats import Histogram, log2_edges
 from clozeworks.corpus.locks import LOCK_FILE, read_holder
@@ -236,34 +237,26 @@ def _read_stats(path: Path) -> dict[str, Any] | None:
 def _stage_chain(stats: dict[str, Any] | None) -> list[dict[str, Any]]:
     """This stage's figures, then its upstreams' (dedup's .stats.json nests clean's, or
     several cleans' in order under `upstreams`)."""
-    chain: list[dict[str, Any]] = []
-    todo: list[Any] = [stats]
-    while todo and len(chain) < 64:
-        stats = todo.pop(0)
-        if not isinstance(stats, dict):
-            continue
-        chain.append(
-            {
-                "stage": stats.get("stage"),
-                **{k: stats.get(k) for k in STAGE_FIGURES},
-                "dropped": {
-                    k.removeprefix(DROPPED_PREFIX): v
-                    for k, v in stats.items()
-                    if k.startswith(DROPPED_PREFIX) and isinstance(v, int)
-                },
-                "duplicates": {
-                    k: v
-                    for k, v in stats.items()
-                    if any(word in k for word in DUPLICATE_WORDS)
-                    and not k.startswith(DROPPED_PREFIX)
-                    and isinstance(v, int | float | list)
-                    and not isinstance(v, bool)
-                },
-            }
-        )
-        several = stats.get("upstreams")
-        todo += several if isinstance(several, list) else [stats.get("upstream")]
-    return chain
+    return [
+        {
+            "stage": stats.get("stage"),
+            **{k: stats.get(k) for k in STAGE_FIGURES},
+            "dropped": {
+                k.removeprefix(DROPPED_PREFIX): v
+                for k, v in stats.items()
+                if k.startswith(DROPPED_PREFIX) and isinstance(v, int)
+            },
+            "duplicates": {
+                k: v
+                for k, v in stats.items()
+                if any(word in k for word in DUPLICATE_WORDS)
+                and not k.startswith(DROPPED_PREFIX)
+                and isinstance(v, int | float | list)
+                and not isinstance(v, bool)
+            },
+        }
+        for stats in stage_records(stats)
+    ]
 
 
 def tokenizer_summary(path: Path) -> dict[str, Any]:
