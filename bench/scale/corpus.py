@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 import re
 from collections.abc import Iterator
@@ -53,8 +54,18 @@ def _read(path: Path) -> str:
     return data.decode("utf-8", "replace")
 
 
+PARAGRAPHS_ENV = "CLOZEWORKS_BENCH_PARAGRAPHS"
+
+
 def paragraphs() -> list[str]:
-    """Every paragraph of 200 bytes or more from the sources present on this machine."""
+    """Every paragraph of 200 bytes or more from the sources present on this machine, or
+    the list saved by `save_paragraphs` where $CLOZEWORKS_BENCH_PARAGRAPHS names one (a
+    machine without these sources, such as a lent GPU machine)."""
+    saved = os.environ.get(PARAGRAPHS_ENV)
+    if saved:
+        import zstandard
+
+        return json.loads(zstandard.ZstdDecompressor().decompress(Path(saved).read_bytes()))
     out = []
     for root, pattern in SOURCES:
         for path in sorted(Path(root).glob(pattern)):
@@ -67,6 +78,16 @@ def paragraphs() -> list[str]:
     if not out:
         raise SystemExit("no source text found: install python3.11-doc, or run on Debian")
     return out
+
+
+def save_paragraphs(path: Path, every: int = 2) -> int:
+    """Every `every`-th paragraph as zstd-compressed JSON, for `paragraphs()` elsewhere;
+    returns how many."""
+    import zstandard
+
+    kept = paragraphs()[::every]
+    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(json.dumps(kept).encode()))
+    return len(kept)
 
 
 def documents(seed: int = 0) -> Iterator[str]:
