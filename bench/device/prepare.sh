@@ -18,8 +18,9 @@ for ignored in .whl .devdata; do
     grep -qx "/$ignored/" .git/info/exclude 2>/dev/null || echo "/$ignored/" >>.git/info/exclude
 done
 
-# Beam's imports on the DirectRunner (checked by hiding every other module) and the loader's.
-NEEDED="apache-beam beartype cryptography fastavro fasteners httplib2 jsonpickle objsize
+# Beam's imports on the DirectRunner (checked by hiding every other module; cffi for its C
+# module _cffi_backend, which cryptography loads) and the loader's.
+NEEDED="apache-beam beartype cffi cryptography fastavro fasteners httplib2 jsonpickle objsize
 orjson proto-plus pytz webdataset braceexpand zstandard sentencex rensa tokie"
 rm -rf .whl && mkdir -p .whl
 for name in $NEEDED; do

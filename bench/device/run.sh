@@ -37,7 +37,8 @@ step() {
     fi
     log "start (limit $limit s): $*"
     echo "\$ $*" >>"$OUT/$file"
-    timeout -k 5 "$limit" "$@" >>"$OUT/$file" 2>&1
+    # SIGABRT: Python's faulthandler prints where every thread was.
+    PYTHONFAULTHANDLER=1 timeout -k 5 -s ABRT "$limit" "$@" >>"$OUT/$file" 2>&1
     log "end (rc $?): $*"
 }
 
@@ -60,7 +61,8 @@ else
     if ! command -v taskset >/dev/null || (($(nproc) < 16)); then GPU_LANE=() SCALE_LANE=(); fi
     SMALL=()
     COMPILED=(--warmup 10) # a recompile for dynamic shapes comes after the first few steps
-    BATCH128=256 BATCH512=32 CHECK_STEPS=300 GB=0.2 WORKERS=(1 2 4 8 16)
+    BATCH128=256 BATCH512=32 CHECK_STEPS=${CHECK_STEPS:-300} GB=${SCALE_GB:-0.2}
+    WORKERS=(1 2 4 8 16)
 fi
 export CLOZEWORKS_BENCH_PARAGRAPHS=$ROOT/.devdata/paragraphs.json.zst
 chmod +x .devdata/bin/time

@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.train.run import hf_groups
     from clozeworks.trainer.batch_index import prepare, to_device
     from clozeworks.trainer.config import TrainConfig
-    from clozeworks.trainer.distributed import Dist
+    from clozeworks.trainer.distributed import setup
     from clozeworks.trainer.families import to_transformers
     from clozeworks.trainer.loop import _Run
     from clozeworks.trainer.presets import preset
@@ -104,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     config = replace(config, optim=replace(config.optim, warmup_steps=0, warmup_ratio=None))
     with tempfile.TemporaryDirectory() as tmp:
-        ours = _Run(config, Path(args.data), Path(tmp) / "run", Dist())
+        ours = _Run(config, Path(args.data), Path(tmp) / "run", setup(device.type))
+        placed = next(ours.model.parameters()).device.type
+        if placed != device.type:  # a bench that measured the CPU while asked for the GPU
+            raise SystemExit(f"our model is on {placed}, not {device.type}")
         loader = iter(ours._loader(0))
         need = args.warmup + args.steps
         ready = [prepare(next(loader), config.unpad) for _ in range(need)]
