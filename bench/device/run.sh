@@ -84,7 +84,7 @@ log "env: $(tail -1 "$OUT/env.txt")"
 
 gpu_lane() {
     local gpu=("${GPU_LANE[@]}" "$PY" -m bench.train.gpu --device "$DEVICE" "${SMALL[@]}")
-    step gpu.txt 120 "${gpu[@]}" --data .devdata/shards128 --batch "$BATCH128"
+    step gpu.txt 120 "${gpu[@]}" --data .devdata/shards128 --batch "$BATCH128" --profile 5
     step gpu.txt 100 "${gpu[@]}" --data .devdata/shards512 --batch "$BATCH512"
     step gpu.txt 160 "${gpu[@]}" --data .devdata/shards128 --batch "$BATCH128" --compile "${COMPILED[@]}"
     step gpu.txt 140 "${gpu[@]}" --data .devdata/shards512 --batch "$BATCH512" --compile "${COMPILED[@]}"

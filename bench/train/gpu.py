@@ -70,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-unpad", dest="unpad", action="store_false")
     p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
     p.add_argument("--peak-tflops", type=float, help="the GPU's peak bf16 TFLOP/s")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also profile N of our steps on ready batches (torch.profiler): the ops with the\n"
+        "most host time and the most device time, and the step's host and device totals",
+    )
     args = p.parse_args(argv)
     cuda = torch.cuda.is_available() and args.device != "cpu"
     if args.device == "cuda" and not cuda:
@@ -129,8 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         exported = exported.cpu()
         live = (prepare(b, config.unpad) for b in loader)
         results = {"clozeworks": ours_steps(live)}
-        results["clozeworks, batches ready"] = ours_steps(iter(ready))
+        batches = iter(ready * 2)
+        results["clozeworks, batches ready"] = ours_steps(batches)
         memory = {"clozeworks": _peak_memory(device)}
+        if args.profile:
+            _profile(lambda: ours._step([next(batches)]), args.profile, device)
         ours.optimizer.state.clear()  # off the GPU before transformers' peak is measured
         ours.model.cpu()
         if cuda:
@@ -174,6 +185,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"busy with the real loader: {busy:.1%} of the step (goal >= 95%)")
     print(f"ours / transformers tokens/s: {results['transformers'] / results['clozeworks']:.2f}x")
     return 0
+
+
+def _profile(step: Any, steps: int, device: torch.device) -> None:
+    """Where a step's time goes: is the host (Python, dispatch, launches) or the device the
+    bound? A host-bound step shows host time per step near the step time and the device
+    idle between kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    synchronize(device)
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        synchronize(device)
+    events = prof.key_averages()
+    host = sum(e.self_cpu_time_total for e in events) / steps / 1e3
+    print(f"profile of {steps} steps: host (self CPU) {host:.1f} ms per step")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=15))
+    if device.type == "cuda":
+        busy = sum(e.self_device_time_total for e in events) / steps / 1e3
+        print(f"device (self CUDA) {busy:.1f} ms per step")
+        print(events.table(sort_by="self_cuda_time_total", row_limit=15))
 
 
 def _pin(value: Any) -> Any:
