@@ -16,12 +16,19 @@ from clozeworks.schemas.errors import BadInputError, SchemaError
 from clozeworks.schemas.kinds import PAIR_MODES, SHARD_MODES, ShardMode
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.sidecars import MANIFEST_FILE, local
-from clozeworks.schemas.validate import Fields
+from clozeworks.schemas.validate import MAX_JSON_BYTES, Fields, read_bounded
 
 FORMAT_NAME = "clozeworks.shards"
 FORMAT_VERSION = 1
 
 TOKEN_DTYPES = ("uint16", "uint32")
+# Pre-masked positions are stored as int16.
+MAX_SEQ_LEN = 32767
+# Sequences in one tar sample, which a reader holds whole.
+MAX_BLOCK_SIZE = 1 << 16
+# Ids a model embeds: 64 times the largest vocabulary in use (mT5's, about 250,000); a
+# manifest claiming more would have the trainer allocate an embedding past any memory.
+MAX_VOCAB_SIZE = 1 << 24
 SPECIAL_ROLES = ("pad", "unk", "cls", "sep", "mask")
 
 _SHARD_NAME = re.compile(r"^shard-\d{6}\.tar$")
@@ -156,7 +163,7 @@ class Manifest:
                 f"format version {version} is newer than this clozeworks reads "
                 f"({FORMAT_VERSION}); upgrade clozeworks",
             )
-        vocab_size = f.get_int("vocab_size", minimum=1)
+        vocab_size = f.get_int("vocab_size", minimum=1, maximum=MAX_VOCAB_SIZE)
         token_dtype = f.get_choice("token_dtype", TOKEN_DTYPES)
         if token_dtype == "uint16" and vocab_size > 65536:
             raise SchemaError(source, "token_dtype", f"uint16 cannot hold vocab_size {vocab_size}")
@@ -175,8 +182,8 @@ class Manifest:
             version=version,
             created_by=f.get_str("created_by", ""),
             mode=f.get_choice("mode", SHARD_MODES),
-            max_seq_len=f.get_int("max_seq_len", minimum=8),
-            block_size=f.get_int("block_size", minimum=1),
+            max_seq_len=f.get_int("max_seq_len", minimum=8, maximum=MAX_SEQ_LEN),
+            block_size=f.get_int("block_size", minimum=1, maximum=MAX_BLOCK_SIZE),
             token_dtype=token_dtype,
             vocab_size=vocab_size,
             vocab_kind=f.get_str("vocab_kind"),
@@ -238,4 +245,5 @@ def read_manifest(directory: str | Path) -> Manifest:
             f"{directory}: no {MANIFEST_FILE}, so this is not a finished shard set "
             "(the build was interrupted or this is the wrong directory)"
         )
-    return Manifest.from_json(path.read_text(encoding="utf-8"), source=str(path))
+    raw = read_bounded(path, MAX_JSON_BYTES, "manifest")
+    return Manifest.from_json(raw.decode("utf-8", "replace"), source=str(path))

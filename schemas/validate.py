@@ -13,6 +13,13 @@ T = TypeVar("T")
 
 _MISSING = object()
 
+# Ceilings on the files a run reads back, checked on the file's size before it is read,
+# so an edited or hostile file is one line rather than memory taken until killed. Each is
+# far above what this project writes: a run's config.json or a manifest of 100,000 shards
+# is a few MB; tokenizer.json of a 250,000-piece vocabulary (mT5's, XLM-R's) about 20 MB.
+MAX_JSON_BYTES = 64 << 20
+MAX_TOKENIZER_BYTES = 512 << 20
+
 
 def loads(text: str | bytes) -> Any:
     """`json.loads` for text from a file: nesting deeper than Python's parser recurses (it
@@ -25,12 +32,41 @@ def loads(text: str | bytes) -> Any:
         raise json.JSONDecodeError("nested too deeply", shown, 0) from None
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of `path`, a `what` of at most `limit` bytes; BadInputError naming the file
+    and its size past the ceiling (read no further than one byte beyond it, so a FIFO or a
+    file still growing is bounded too), or why it cannot be read."""
+    try:
+        with path.open("rb", buffering=0) as f:
+            # A pipe answers a read with what it holds: read until past the limit or EOF.
+            chunks, held = [], 0
+            while held <= limit and (chunk := f.read(limit + 1 - held)):
+                chunks.append(chunk)
+                held += len(chunk)
+        data = b"".join(chunks)
+    except OSError as err:
+        raise BadInputError(f"{path}: cannot read ({err.strerror or err})") from None
+    if len(data) > limit:
+        try:
+            stated = path.stat().st_size
+        except OSError:
+            stated = 0
+        size = f"{stated:,} bytes" if stated > limit else f"more than {limit:,} bytes"
+        raise BadInputError(
+            f"{path}: {size}, past the {limit:,} a {what} can have: not a file this project "
+            "wrote, or damaged"
+        )
+    return data
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """A JSON file holding an object (a run's or a transformers directory's config.json);
-    BadInputError naming the file when it cannot be read, is not JSON, or holds no object."""
+    BadInputError naming the file when it cannot be read, is past MAX_JSON_BYTES, is not
+    JSON, or holds no object."""
+    raw = read_bounded(path, MAX_JSON_BYTES, "JSON file")
     try:
-        data = loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = loads(raw.decode("utf-8"))
+    except ValueError as err:
         raise BadInputError(f"{path}: cannot read ({err})") from None
     if not isinstance(data, dict):
         raise BadInputError(f"{path}: not a JSON object")
@@ -67,7 +103,13 @@ class Fields:
             raise self._fail(key, "a string", value)
         return value
 
-    def get_int(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+    def get_int(
+        self,
+        key: str,
+        default: Any = _MISSING,
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> Any:
         value = self._get(key, default)
         if value is default:
             return value
@@ -75,6 +117,8 @@ class Fields:
             raise self._fail(key, "an integer", value)
         if minimum is not None and value < minimum:
             raise SchemaError(self.source, self._name(key), f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise SchemaError(self.source, self._name(key), f"must be <= {maximum}, got {value}")
         return value
 
     def get_float(self, key: str, default: Any = _MISSING, lo: float = 0.0, hi: float = 1.0) -> Any:

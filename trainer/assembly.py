@@ -18,7 +18,7 @@ from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import copy_tokenizer, resolve
 from clozeworks.trainer.distributed import Dist
-from clozeworks.trainer.families import build_model
+from clozeworks.trainer.families import build_model, described_model
 from clozeworks.trainer.models.bert import Encoder, LayerStack
 from clozeworks.trainer.objectives import check_objectives
 from clozeworks.trainer.rundir import CONFIG_FILE
@@ -117,6 +117,7 @@ def run_model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
     """The model on the device, sharded over the ranks with FSDP when asked (before the
     optimizer: it must hold the sharded parameters), its layer stacks recomputing in the
     backward pass with grad checkpointing, its encoders compiled; whether it is sharded."""
+    described_model(config, "the model configured")
     model = build_model(config).to(d.device)
     # Model weights come from `seed` alone; dropout differs per rank.
     torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))

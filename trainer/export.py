@@ -25,7 +25,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from clozeworks.corpus.vocab.files import copy_tokenizer_files
@@ -39,16 +38,13 @@ from clozeworks.trainer.checkpoint import (
     step_dir,
 )
 from clozeworks.trainer.config import TrainConfig, load_config_file
-from clozeworks.trainer.families import build_model, to_transformers
+from clozeworks.trainer.families import build_model, described_model, to_transformers
 from clozeworks.trainer.metrics import METRICS_FILE, read_metrics
 from clozeworks.trainer.nonfinite import check_finite
 
 CONFIG_FILE = "config.json"
 # A checkpoint's directory in a run (trainer.checkpoint.step_dir).
 STEP_DIR = re.compile(r"step-(\d+)")
-# A config.json describing more is refused before any memory is taken: ten times the
-# largest model of the papers here (T5-11B's 11 billion).
-MAX_PARAMETERS = 110_000_000_000
 
 
 def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module, dict[str, Any]]:
@@ -72,14 +68,7 @@ def load_run(run: Path, step: int | None = None) -> tuple[TrainConfig, nn.Module
     chosen = step_dir(run, step or steps[-1])
     # An edited config.json (hidden_size: 1000000) would allocate until killed: its shapes
     # are checked against the weights' header first, on a model that takes no memory.
-    with torch.device("meta"):
-        described = build_model(config)
-    parameters = sum(p.numel() for p in described.parameters())
-    if parameters > MAX_PARAMETERS:
-        raise BadInputError(
-            f"{path}: describes a model of {parameters:,} parameters, past the "
-            f"{MAX_PARAMETERS:,} a run here can have written"
-        )
+    described = described_model(config, str(path))
     problem = shape_problem(described, chosen / "model.safetensors")
     if problem is not None:
         raise BadInputError(f"{path}: the model it describes does not fit the weights: {problem}")

@@ -211,6 +211,28 @@ def build_model(config: TrainConfig) -> nn.Module:
     return family_of(config.model).build(config)
 
 
+# A model described past this is refused before any memory is taken (an edited config.json
+# with hidden_size 1000000, a manifest's vocabulary): ten times the largest model of the
+# papers here (T5-11B's 11 billion).
+MAX_PARAMETERS = 110_000_000_000
+
+
+def described_model(config: TrainConfig, source: str) -> nn.Module:
+    """The model `config` describes, on the meta device (its shapes, no memory);
+    BadInputError naming `source` when it has more than MAX_PARAMETERS parameters."""
+    with torch.device("meta"):
+        model = build_model(config)
+    parameters = sum(p.numel() for p in model.parameters())
+    if parameters > MAX_PARAMETERS:
+        m = config.model
+        raise BadInputError(
+            f"{source}: describes a model of {parameters:,} parameters (hidden_size "
+            f"{m.hidden_size}, num_layers {m.num_layers}, vocab_size {m.vocab_size}), past the "
+            f"{MAX_PARAMETERS:,} a run here can have"
+        )
+    return model
+
+
 def build_encoder(config: ModelConfig) -> Encoder:
     """The encoder alone of `config.family` (ELECTRA's: its discriminator's), untrained;
     UsageError for a family with no BERT-style encoder to fine-tune."""

@@ -21,7 +21,12 @@ from torch import nn
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import Manifest
-from clozeworks.schemas.validate import loads, read_json_object
+from clozeworks.schemas.validate import (
+    MAX_TOKENIZER_BYTES,
+    loads,
+    read_bounded,
+    read_json_object,
+)
 from clozeworks.trainer.checkpoint import committed_steps, intact_problem, step_dir
 from clozeworks.trainer.config import ModelConfig, TrainConfig, load_config_file
 from clozeworks.trainer.families import TRANSFORMERS_ROOTS, hf_weights, transformers_family
@@ -256,11 +261,11 @@ def _vocabulary(directory: Path) -> tuple[list[str], bytes] | None:
     """(tokens in id order, the bytes that fingerprint the tokenizer) of a directory."""
     tok = directory / "tokenizer.json"
     if tok.is_file():
-        data = tok.read_bytes()
+        data = read_bounded(tok, MAX_TOKENIZER_BYTES, "tokenizer file")
         return _tokens(data), data
     txt = directory / "vocab.txt"
     if txt.is_file():
-        data = txt.read_bytes()
+        data = read_bounded(txt, MAX_TOKENIZER_BYTES, "tokenizer file")
         return data.decode("utf-8").splitlines(), data
     return None
 

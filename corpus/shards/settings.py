@@ -11,6 +11,7 @@ from clozeworks.corpus.text.filters.languages import UNDETERMINED
 from clozeworks.corpus.text.sentences import DEFAULT_LANGUAGE
 from clozeworks.schemas.errors import SettingError, UsageError
 from clozeworks.schemas.kinds import PACKED_MODES, PAIR_MODES, MaskKind, RuleSet, ShardMode
+from clozeworks.schemas.manifest import MAX_BLOCK_SIZE, MAX_SEQ_LEN
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import (
     DEFAULT_SEED,
@@ -26,8 +27,6 @@ from clozeworks.schemas.stats import StoreStats
 SHORT_SEQ_PROB = 0.1
 # BERT's cap on predictions per sequence, max_predictions_per_seq 20 at length 128.
 MAX_PREDICTIONS_SHARE = 0.15
-# Pre-masked positions are stored as int16.
-MAX_SEQ_LEN = 32767
 # A store whose documents are this share or more of one language is sharded in it.
 STORE_LANGUAGE_SHARE = 0.9
 
@@ -94,6 +93,10 @@ class ShardSettings:
                 "max_seq_len", f"must be in 8..{MAX_SEQ_LEN}, got {self.max_seq_len}"
             )
         check_at_least("block_size", self.block_size, 1)
+        if self.block_size > MAX_BLOCK_SIZE:
+            raise SettingError(
+                "block_size", f"must be at most {MAX_BLOCK_SIZE}, got {self.block_size}"
+            )
         if self.num_shards is not None:
             check_at_least("num_shards", self.num_shards, 1)
         if self.sequences_per_shard is not None:

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.special_tokens import SpecialTokens, special_tokens_for
-from clozeworks.schemas.validate import loads
+from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, loads, read_bounded
 
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
@@ -269,11 +269,11 @@ def load_tokenizer(path: str | Path) -> TokenizerInfo:
     if not p.is_file():
         raise BadInputError(f"{path}: no such tokenizer")
     declared = _declared_config(p.parent)
+    data = read_bounded(p, MAX_TOKENIZER_BYTES, "tokenizer file")
     if p.name.endswith(".txt"):
         tok = _from_vocab_txt(p, declared.get("do_lower_case"))
         data = tok.to_str().encode("utf-8")
     else:
-        data = p.read_bytes()
         try:
             tok = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as err:  # tokenizers raises bare Exception subclasses on bad files

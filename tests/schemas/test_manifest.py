@@ -70,6 +70,10 @@ def test_newer_version_is_refused_with_upgrade_hint() -> None:
             "special_tokens.mask",
         ),
         ({"token_dtype": "uint16", "vocab_size": 70000}, "token_dtype"),
+        # Past the ceilings: what a reader or the trainer would allocate from them.
+        ({"token_dtype": "uint32", "vocab_size": 1 << 30}, "vocab_size"),
+        ({"max_seq_len": 10**9}, "max_seq_len"),
+        ({"block_size": 10**9}, "block_size"),
         (
             {"premask": {"kind": "bogus", "prob": 0.15, "mask_ratio": 0.8, "random_ratio": 0.1}},
             "premask.kind",

@@ -181,7 +181,7 @@ def test_export_of_a_directory_that_is_not_a_run_is_a_usage_error(tmp_path, caps
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
-        ({"hidden_size": 1_000_000}, "past the 110,000,000,000 a run here can have written"),
+        ({"hidden_size": 1_000_000}, "past the 110,000,000,000 a run here can have"),
         ({"hidden_size": 64, "intermediate_size": 128}, "does not fit the weights"),
         ({"num_layers": 3}, None),  # a layer the weights lack: the load names the file
     ],
@@ -204,3 +204,13 @@ def test_an_edited_config_is_one_line_before_any_allocation(
     assert (says or "step-0000001") in err, err
     if says:
         assert f"{run / 'config.json'}: " in err, err
+
+
+def test_a_model_past_the_ceiling_is_refused_before_training_allocates(shards_dir, tmp_path):
+    from clozeworks.schemas.errors import BadInputError
+    from clozeworks.trainer.loop import train
+    from tests.trainer.test_loop import tiny_config
+
+    config = tiny_config(model={"hidden_size": 1_000_000, "intermediate_size": 4_000_000})
+    with pytest.raises(BadInputError, match="past the 110,000,000,000 a run here can have"):
+        train(config, shards_dir, tmp_path / "run", progress=False)

@@ -42,6 +42,7 @@ from clozeworks.schemas.errors import BadInputError, SchemaError, UsageError
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.sidecars import MANIFEST_FILE, TOKENIZER_DIR, names_of
 from clozeworks.schemas.special_tokens import special_tokens_for
+from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, read_bounded
 
 TOKENIZER_JSON = "tokenizer.json"
 
@@ -348,10 +349,7 @@ def _tokenizer_json(shards: ShardSet, tokenizer: str | Path | None) -> tuple[byt
     if tokenizer is not None:
         path = Path(tokenizer)
         path = path / TOKENIZER_JSON if path.is_dir() else path
-        try:
-            return path.read_bytes(), str(path)
-        except OSError as err:
-            raise BadInputError(f"{path}: cannot read the tokenizer ({err.strerror})") from None
+        return read_bounded(path, MAX_TOKENIZER_BYTES, "tokenizer file"), str(path)
     url = shards.tokenizer_url
     if url is None:
         return None, ""

@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 
 from clozeworks.corpus.outputs import LOCAL
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
+from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, read_bounded
 from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
@@ -36,8 +37,9 @@ from clozeworks.trainer.finetune.train import (
 
 def _tokenizer(directory: Path) -> Tokenizer:
     path = directory / "tokenizer.json"
+    data = read_bounded(path, MAX_TOKENIZER_BYTES, "tokenizer file")
     try:
-        return Tokenizer.from_file(str(path))
+        return Tokenizer.from_str(data.decode("utf-8", "replace"))
     except Exception as err:  # tokenizers raises plain Exception on a bad file
         raise BadInputError(f"{path}: not a tokenizers file ({err})") from None
 
