@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -35,22 +35,33 @@ def _store_exceptions() -> tuple[type[Exception], ...]:
 @contextlib.contextmanager
 def store_errors(path: str) -> Iterator[None]:
     """An object store's refusal that retries did not fix, as one line naming `path`:
-    StoreError (exit 1), or for an object that is not there, BadInputError (exit 2)."""
+    StoreError (exit 1), or for an object that is not there, BadInputError (exit 2). Beam's
+    renames and deletes gather their per-object refusals in one BeamIOError: the first
+    refusal found there is the one said."""
     try:
         yield
     except _store_exceptions() as err:
-        status = getattr(err, "code", None)
-        said = str(getattr(err, "message", err)).splitlines()[0]
-        if "NoSuchBucket" in said:
-            bucket = path.split("://", 1)[-1].split("/", 1)[0]
-            raise StoreError(f"{path}: the bucket {bucket} does not exist; create it or name "
-                             "another") from None  # fmt: skip
-        if status == 404:
-            raise BadInputError(f"{path}: not found ({said}); it was there when listed") from None
-        raise StoreError(
-            f"{path}: the object store refused after its retries (HTTP {status}: {said}); "
-            "run again later, or check the credentials may read and write there"
-        ) from None
+        raise _refusal(path, err) from None
+    except BeamIOError as err:
+        details = getattr(err, "exception_details", None) or {}
+        inner = [e for e in details.values() if isinstance(e, _store_exceptions())]
+        if not inner:
+            raise
+        raise _refusal(path, inner[0]) from None
+
+
+def _refusal(path: str, err: Exception) -> Exception:
+    status = getattr(err, "code", None)
+    said = str(getattr(err, "message", err)).splitlines()[0]
+    if "NoSuchBucket" in said:
+        bucket = path.split("://", 1)[-1].split("/", 1)[0]
+        return StoreError(f"{path}: the bucket {bucket} does not exist; create it or name another")
+    if status == 404:
+        return BadInputError(f"{path}: not found ({said}); it was there when listed")
+    return StoreError(
+        f"{path}: the object store refused after its retries (HTTP {status}: {said}); "
+        "run again later, or check the credentials may read and write there"
+    )
 
 
 class _StoreReads:

@@ -101,3 +101,44 @@ def test_an_input_gone_after_listing_is_one_line(store, tmp_path, capsys) -> Non
     code, err = _clean(f"{store.url}/raw", str(tmp_path / "docs"), store, capsys)
     assert code == 2 and len(err) == 1 and f"{store.url}/raw/b.jsonl" in err[0], err
     assert not (tmp_path / "docs" / ".stats.json").exists()
+
+
+@pytest.fixture
+def no_backoff(monkeypatch) -> None:
+    """Beam's S3 calls retry seven times over about ten minutes (5 s doubling); the retries
+    still happen here, against the proxy's real failures, only without the waits."""
+    from apache_beam.utils import retry
+
+    monkeypatch.setattr(retry.Clock, "sleep", lambda self, seconds: None)
+
+
+def _final_names(store: Store, prefix: str) -> list[str]:
+    """What a reader of the output would take for a result: anything not hidden."""
+    return sorted(k for k in store.objects(prefix) if not k.split("/")[0].startswith("."))
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "what"),
+    [
+        # The marker cannot be written beside its place: nothing final has changed yet.
+        ("*", rf"/{NAME}/out/\.\.stats\.json\.[0-9a-f]+\.tmp", "marker beside"),
+        # It is written beside, but cannot be moved into place: the parts already moved
+        # to their final names are taken back.
+        ("*", rf"/{NAME}/out/\.stats\.json", "marker"),
+        # Every part upload under the staging directory answers 503.
+        ("*", rf"/{NAME}/out/\.staging-[^/]+/[^?]*\.parquet", "parts"),
+    ],
+)
+def test_writes_that_keep_failing_are_one_line_and_leave_no_final_names(
+    store, tmp_path, capsys, no_backoff, method, path, what
+) -> None:
+    for verb in ("PUT", "POST") if method == "*" else (method,):
+        store.proxy.fail(verb, path, 503)
+    code, err = _clean(str(_raw(tmp_path)), f"{store.url}/out", store, capsys)
+    assert code == 1 and len(err) == 1, err
+    assert f"{store.url}/out" in err[0] and "Traceback" not in err[0], err
+    assert "run again later" in err[0], err
+    assert any(rule.given for rule in store.proxy.rules), what
+    store.proxy.clear()
+    assert _final_names(store, "out") == [], store.objects("out")
+    assert ".stats.json" not in store.objects("out")
