@@ -28,6 +28,7 @@ from clozeworks.trainer.checkpoint import (
     load_intact,
     rng_state,
     save_checkpoint,
+    shape_problem,
     step_dir,
 )
 from clozeworks.trainer.config import TrainConfig
@@ -115,6 +116,16 @@ class Checkpointer:
 
     def _load(self, path: Path) -> dict[str, Any]:
         """Weights and optimizer of a committed step (checked first); its state.json."""
+        # Weights of other shapes are not damage but other settings: said once, not skipped
+        # step after step (and read from the header alone, before anything is allocated).
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            described = build_model(self.config)  # seeds the generator: the run's is kept
+        problem = shape_problem(described, path / "model.safetensors")
+        if problem is not None:
+            raise BadInputError(
+                f"{path}: the model configured does not fit its weights: {problem}; resume "
+                "with the model settings the run was trained with"
+            )
         sharded = _optimizer_format(path) == fsdp.OPTIMIZER_FORMAT
         if sharded != self.sharded:
             how = (

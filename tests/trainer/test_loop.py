@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from clozeworks.schemas.errors import ClozeError
+from clozeworks.schemas.errors import BadInputError, ClozeError
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.batch_index import prepare
 from clozeworks.trainer.config import ModelConfig, OptimConfig, Phase2Config, TrainConfig
@@ -251,3 +251,14 @@ def test_deterministic_kernels_are_on_for_the_run_only(shards_dir, tmp_path) -> 
         train(config, shards_dir, tmp_path / "run", progress=False)
     assert seen == [True]
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_a_resume_with_other_model_settings_is_one_error_not_skipped_steps(
+    shards_dir, tmp_path, capsys
+) -> None:
+    config = tiny_config(max_steps=2, save_every=1, optim={"warmup_steps": 0})
+    train(config, shards_dir, tmp_path / "run", progress=False)
+    wider = replace(config, max_steps=4, model=replace(config.model, intermediate_size=96))
+    with pytest.raises(BadInputError, match=r"step-0000002: the model configured does not fit"):
+        train(wider, shards_dir, tmp_path / "run", progress=False, resume=True)
+    assert "skipping" not in capsys.readouterr().err
