@@ -17,7 +17,6 @@ SHARD_MODES: tuple[ShardMode, ...] = get_args(ShardMode)
 # Where our rules and a paper's code differ, `reference` gives the paper's (pair and
 # packing rules: docs/design.md, "Where we differ from the reference").
 RuleSet = Literal["clozeworks", "reference"]
-RULE_SETS: tuple[RuleSet, ...] = get_args(RuleSet)
 
 # Masking schemes: BERT's tokens and whole words, SpanBERT's spans, ALBERT's n-grams.
 MaskKind = Literal["token", "wwm", "span", "ngram"]

@@ -113,9 +113,6 @@ class ShardCache:
                 p.unlink(missing_ok=True)
                 total -= size
 
-    def used_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.directory.glob("shard-*.tar"))
-
 
 def download(url: str, target: Path, spec: ShardSpec) -> None:
     """Write the shard at `url` to `target`, checking size and sha256, retrying drops."""

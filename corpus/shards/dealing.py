@@ -24,10 +24,6 @@ Rank = TypeVar("Rank", int, np.ndarray)
 DEFAULT_BUCKET_BITS = 12
 
 
-def bucket_of(key: int, bits: int = DEFAULT_BUCKET_BITS) -> int:
-    return key >> (64 - bits) if bits else 0
-
-
 def bucket_offsets(counts: Mapping[int, int]) -> dict[int, int]:
     """Bucket -> number of sequences in all smaller buckets."""
     offsets: dict[int, int] = {}

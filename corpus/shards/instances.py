@@ -31,11 +31,6 @@ class Specials:
     sep: int
 
 
-# "reference": fairseq's handling of a sentence longer than a sequence (its own block,
-# which training refuses: left out here); "clozeworks": cut into pieces, no token lost.
-PACKING_RULES = ("clozeworks", "reference")
-
-
 def content_capacity(max_seq_len: int) -> int:
     """Content tokens a single-segment sequence holds: max length minus [CLS] and [SEP]."""
     if max_seq_len < 8:

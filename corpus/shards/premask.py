@@ -23,11 +23,6 @@ from clozeworks.schemas.masking import MaskingSettings
 MAX_PREDICTIONS_SHARE = 0.15
 
 
-def default_max_predictions(max_seq_len: int) -> int:
-    """BERT's cap on predictions per sequence: round(0.15 x length)."""
-    return max(1, round(MAX_PREDICTIONS_SHARE * max_seq_len))
-
-
 def mask_index(key: int) -> int:
     """The non-negative int64 a 64-bit shuffle key stands for in `sequence_keys`."""
     return key >> 1

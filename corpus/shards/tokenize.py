@@ -248,8 +248,3 @@ def tokenize_documents(
     a time; a text with no token gives a document of zero sentences)."""
     batch = DocumentEncoder(tok, language).encode(texts, split)
     return [batch.document(d) for d in range(len(batch))]
-
-
-def document_sentences(tok: Tokenizer, text: str) -> list[np.ndarray]:
-    """A document as a list of tokenized sentences, empty ones dropped."""
-    return tokenize_documents(tok, [text])[0].sentences()

@@ -19,7 +19,8 @@ from clozeworks.corpus.shards.instances import (
     single_sequences,
 )
 from clozeworks.corpus.shards.masking import MaskTables
-from clozeworks.corpus.shards.premask import StaticMasker, default_max_predictions
+from clozeworks.corpus.shards.premask import StaticMasker
+from clozeworks.corpus.shards.settings import default_max_predictions
 from clozeworks.corpus.shards.tokenize import DocumentEncoder
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import load_tokenizer
