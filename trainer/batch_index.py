@@ -18,7 +18,9 @@ from clozeworks.corpus.shards.masking import IGNORE_INDEX
 
 # Flat positions (row * length + column) where a label key is not IGNORE_INDEX.
 INDEX_SUFFIX = "_index"
-INDEXED_KEYS = ("labels", "wso_labels")
+# StructBERT's word-structure labels, which the masker adds.
+WSO_LABELS = "wso_labels"
+INDEXED_KEYS = ("labels", WSO_LABELS)
 PACKING = "packing"
 
 

@@ -30,7 +30,6 @@ SENTENCE_LABEL_KEYS = {
     "sop": "sentence_order_label",
     "sso": "sentence_order_label",
 }
-WSO_LABELS = "wso_labels"
 SBO_LEFT, SBO_RIGHT, SBO_OFFSETS = "sbo_left_positions", "sbo_right_positions", "sbo_offsets"
 
 Outputs = dict[str, torch.Tensor]

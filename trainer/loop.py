@@ -43,6 +43,7 @@ from clozeworks.trainer.batch_index import prepare, to_device
 from clozeworks.trainer.checkpoint import set_rng_state
 from clozeworks.trainer.checkpointer import Checkpointer
 from clozeworks.trainer.config import TrainConfig
+from clozeworks.trainer.data.objective_specs import PERPLEXITY, objective_counts
 from clozeworks.trainer.datasets import (
     dataset_for,
     eval_dataset,
@@ -59,7 +60,6 @@ from clozeworks.trainer.metrics import (
     summarize,
 )
 from clozeworks.trainer.nonfinite import MAX_NONFINITE_IN_A_ROW, NonFiniteGuard, check_finite
-from clozeworks.trainer.objectives import objective_counts
 from clozeworks.trainer.optim import build_optimizer, build_scheduler, warmup_problem
 from clozeworks.trainer.precision import LossScaler
 from clozeworks.trainer.preempt import StopSignals
@@ -437,7 +437,7 @@ class _Run:
             vector = d.all_reduce_sum(torch.tensor(list(sums.values()), dtype=torch.float64))
             sums = dict(zip(sums, vector.tolist(), strict=True))
         record = summarize(sums, int(sums.pop("batches")), prefix="eval_")
-        for name in ("mlm", "clm", "t5", "plm"):  # a held-out perplexity of each language model
+        for name in PERPLEXITY:
             if f"eval_{name}_loss" in record:
                 loss = record[f"eval_{name}_loss"]
                 record[f"eval_{name}_perplexity"] = math.exp(min(loss, 700.0))

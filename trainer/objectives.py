@@ -12,37 +12,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import torch
-
 from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES
 from clozeworks.schemas.manifest import Manifest
-from clozeworks.trainer.batch_index import IGNORE_INDEX
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.data.targets import check_running_text
+from clozeworks.trainer.data.objective_specs import check_running_text
 from clozeworks.trainer.families import FAMILIES, family_of
-from clozeworks.trainer.heads import WSO_LABELS
-
-
-def objective_counts(batch: dict[str, torch.Tensor], objectives: tuple[str, ...]) -> list[int]:
-    """How many predictions each objective makes on `batch`, in `objectives` order.
-
-    The loop sums these over micro-batches and ranks before the backward passes, so that
-    every objective's loss is normalized by its count in the whole global batch: gradient
-    accumulation and DDP then give the gradient of one big batch.
-    """
-    predicted = int((batch["labels"] != IGNORE_INDEX).sum())
-    counts = {
-        "mlm": predicted,
-        "sbo": predicted,
-        "rtd": int(batch["attention_mask"].sum()),
-        "wso": int((batch[WSO_LABELS] != IGNORE_INDEX).sum()) if WSO_LABELS in batch else 0,
-        "clm": predicted,
-        "t5": predicted,
-        "plm": predicted,
-    }
-    sequences = int(batch["input_ids"].shape[0])
-    return [counts.get(o, sequences) for o in objectives]
 
 
 def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> None:

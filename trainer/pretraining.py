@@ -15,12 +15,11 @@ from typing import Any
 from torch import nn
 
 from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES
-from clozeworks.trainer.batch_index import PACKING, flat_index
+from clozeworks.trainer.batch_index import PACKING, WSO_LABELS, flat_index
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.heads import (
     SENTENCE_CLASSES,
     SENTENCE_LABEL_KEYS,
-    WSO_LABELS,
     MLMHead,
     Outputs,
     SentenceHead,

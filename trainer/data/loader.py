@@ -32,10 +32,11 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import OBJECTIVES, SENTENCE_OBJECTIVES
+from clozeworks.schemas.kinds import OBJECTIVES
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
+from clozeworks.trainer.data.objective_specs import check_shards, target_maker
 from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
 from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
@@ -44,9 +45,8 @@ from clozeworks.trainer.data.source import (
     checked_tokenizer,
     mask_tables,
     resolve_source,
-    sentinel_ids,
 )
-from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption, check_running_text
+from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
 from clozeworks.trainer.data.transport import SEQUENCES_PER_MESSAGE, Bundle, Item, pack, unpack
 
 STATE_VERSION = 1
@@ -143,18 +143,9 @@ class ShardDataset:
         )
         self.masker: BatchMasker | CausalTargets | SpanCorruption | PermutationTargets | None
         self.masker = None
-        if "clm" in self.objectives:
-            checked_tokenizer(self.shards, tokenizer, tokenizer_sha256)  # no tables to build
-            self.masker = CausalTargets()
-        elif "t5" in self.objectives:
-            special = self.manifest.special_tokens
-            sentinels = sentinel_ids(self.shards, tokenizer, tokenizer_sha256)
-            self.masker = SpanCorruption(torch.tensor(sentinels), special["sep"], special["pad"])
-        elif "plm" in self.objectives:
-            tables = mask_tables(
-                self.shards, tokenizer, tokenizer_sha256, self.masking.kind != "token", False
-            )
-            self.masker = PermutationTargets(tables, self.masking)
+        own = target_maker(self.objectives)
+        if own is not None:
+            self.masker = own(self.shards, tokenizer, tokenizer_sha256, self.masking)
         elif self.manifest.premask is None:
             tables = mask_tables(
                 self.shards,
@@ -173,19 +164,7 @@ class ShardDataset:
             checked_tokenizer(self.shards, tokenizer, tokenizer_sha256)
 
     def _check_objectives(self) -> None:
-        man = self.manifest
-        for name in SENTENCE_OBJECTIVES:
-            if name in self.objectives and man.mode != name:
-                raise UsageError(
-                    f"objective {name} needs shards built with --mode {name}; "
-                    f"{self.source} holds {man.mode}"
-                )
-        check_running_text(self.objectives, man, str(self.source))
-        if man.premask is not None and {"sbo", "wso"} & set(self.objectives):
-            raise UsageError(
-                f"{self.source} is pre-masked; sbo and wso need dynamic masking "
-                "(build the shards without --premask)"
-            )
+        check_shards(self.objectives, self.manifest, str(self.source))
 
     def loader(
         self,

@@ -28,6 +28,7 @@ import torch
 from clozeworks.corpus.shards.counter_rng import random_bits
 from clozeworks.corpus.shards.masking import IGNORE_INDEX, MaskTables, mask_tokens
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.batch_index import WSO_LABELS
 
 # Streams 100+ are this module's (corpus.shards.masking uses 1..99).
 _STREAM_WSO_PHASE = 100
@@ -89,7 +90,7 @@ class BatchMasker(DeviceTables):
                 result.input_ids, free, keys, self.wso_prob
             )
             batch["input_ids"] = shuffled
-            batch["wso_labels"] = labels
+            batch[WSO_LABELS] = labels
             batch["wso_positions"] = positions
 
 

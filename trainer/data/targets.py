@@ -26,8 +26,6 @@ import torch
 from clozeworks.corpus.shards.counter_rng import random_bits
 from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import PACKED_MODES
-from clozeworks.schemas.manifest import Manifest
 
 NOISE_DENSITY = 0.15
 MEAN_SPAN = 3.0
@@ -37,27 +35,6 @@ _STREAM_GAP_CUTS = 111
 # Per-row counts T5 objectives report: raw tokens, noise tokens, noise spans.
 NOISE_STATS = "noise_stats"
 PAD_MULTIPLE = 8
-
-
-# Objectives whose targets are made here or in trainer.data.permutation, from running text:
-# the shard modes that hold it (no pairs).
-OWN_TARGETS = ("clm", "t5", "plm")
-
-
-def check_running_text(objectives: tuple[str, ...], manifest: Manifest, source: str) -> None:
-    """UsageError unless shards that clm, t5 or plm (when asked for) read are unmasked
-    running text."""
-    own = [o for o in OWN_TARGETS if o in objectives]
-    if not own:
-        return
-    names = ", ".join(own)
-    if manifest.premask is not None:
-        raise UsageError(f"{names} makes its own targets; {source} is pre-masked")
-    if manifest.mode not in PACKED_MODES:
-        raise UsageError(
-            f"{names} reads running text: shards built with --mode {' / '.join(PACKED_MODES)}; "
-            f"{source} holds {manifest.mode} pairs"
-        )
 
 
 class CausalTargets:
