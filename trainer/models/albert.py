@@ -84,18 +84,34 @@ def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]
     if m.pre_ln:
         raise UsageError("transformers has no pre-LN ALBERT; train with pre_ln = false")
     weights = _weights(model, m)
-    groups = len(_groups(model, m))
-    kw = hf.common(m, embedding_size=m.embedding_width, num_hidden_groups=groups)
-    kw["inner_group_num"] = 1
     sentence = model.sentence
     if sentence is None:
-        return [("", hf.load(tf.AlbertForMaskedLM, tf.AlbertConfig(**kw), weights))]
-    kw["num_labels"] = sentence.classifier.out_features
-    return [("", hf.load(tf.AlbertForPreTraining, tf.AlbertConfig(**kw), weights))]
+        return [("", hf.load(tf.AlbertForMaskedLM, hf_config(tf, m), weights))]
+    config = hf_config(tf, m, num_labels=sentence.classifier.out_features)
+    return [("", hf.load(tf.AlbertForPreTraining, config, weights))]
+
+
+def hf_config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    """transformers' AlbertConfig of `m`: one group when every layer is shared, else one per
+    layer (`_groups`), a layer per group."""
+    groups = 1 if m.share == "all" else m.num_layers
+    kw = hf.common(m, embedding_size=m.embedding_width, num_hidden_groups=groups, **task)
+    return tf.AlbertConfig(inner_group_num=1, **kw)
+
+
+def _task_config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    # transformers' ALBERT classifier has a dropout of its own; a fine-tuned one uses ours.
+    return hf_config(tf, m, classifier_dropout_prob=m.dropout, **task)
 
 
 def layout(m: ModelConfig) -> hf.Layout:
-    return hf.Layout("Albert", "albert", pooler="albert.pooler", exportable=not m.pre_ln)
+    return hf.Layout(
+        "Albert",
+        "albert",
+        pooler="albert.pooler",
+        make_config=_task_config,
+        exportable=not m.pre_ln,
+    )
 
 
 def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:

@@ -254,7 +254,7 @@ def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]
     weights = _bert_weights(model, m)
     pairs = "cls.seq_relationship.weight" in weights
     cls = tf.BertForPreTraining if pairs else tf.BertForMaskedLM
-    return [("", hf.load(cls, tf.BertConfig(**hf.common(m)), weights))]
+    return [("", hf.load(cls, hf.bert_config(tf, m), weights))]
 
 
 def _bert_weights(model: Any, m: ModelConfig) -> hf.Tensors:

@@ -128,8 +128,8 @@ def _generator(model: Any, gen: ModelConfig) -> hf.Tensors:
     }
 
 
-def _config(tf: Any, m: ModelConfig) -> Any:
-    return tf.ElectraConfig(**hf.common(m, embedding_size=m.embedding_width))
+def _config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    return tf.ElectraConfig(**hf.common(m, embedding_size=m.embedding_width, **task))
 
 
 def hf_weights(model: Any, m: ModelConfig) -> list[tuple[str, hf.Tensors]]:
@@ -146,7 +146,14 @@ def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]
 
 
 def layout(m: ModelConfig) -> hf.Layout:
-    return hf.Layout("Electra", "electra", pooler=None, activation="gelu", exportable=not m.pre_ln)
+    return hf.Layout(
+        "Electra",
+        "electra",
+        pooler=None,
+        make_config=_config,
+        activation="gelu",
+        exportable=not m.pre_ln,
+    )
 
 
 def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:

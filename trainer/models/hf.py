@@ -9,6 +9,7 @@ their position table gets that many leading rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,12 +143,28 @@ def roberta_weights(model: Any, m: ModelConfig, prelayernorm: bool) -> Tensors:
     return weights
 
 
+def bert_config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    return tf.BertConfig(**common(m, **task))
+
+
+def _roberta_fields(m: ModelConfig, **task: Any) -> dict[str, Any]:
+    # RoBERTa counts positions from pad_token_id + 1.
+    return common(m, max_position_embeddings=m.max_position + m.pad_token_id + 1, **task)
+
+
+def roberta_config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    return tf.RobertaConfig(**_roberta_fields(m, **task))
+
+
+def roberta_prelayernorm_config(tf: Any, m: ModelConfig, **task: Any) -> Any:
+    return tf.RobertaPreLayerNormConfig(**_roberta_fields(m, **task))
+
+
 def roberta_model(tf: Any, model: Any, m: ModelConfig, prelayernorm: bool) -> Any:
     weights = roberta_weights(model, m, prelayernorm)
-    kw = common(m, max_position_embeddings=m.max_position + m.pad_token_id + 1)
     if not prelayernorm:
-        return load(tf.RobertaForMaskedLM, tf.RobertaConfig(**kw), weights)
-    return load(tf.RobertaPreLayerNormForMaskedLM, tf.RobertaPreLayerNormConfig(**kw), weights)
+        return load(tf.RobertaForMaskedLM, roberta_config(tf, m), weights)
+    return load(tf.RobertaPreLayerNormForMaskedLM, roberta_prelayernorm_config(tf, m), weights)
 
 
 @dataclass(frozen=True)
@@ -161,25 +178,24 @@ class Layout:
     name: str
     root: str
     pooler: str | None
+    # (transformers, our model config, a task's fields) -> the transformers config: the
+    # family's own maker, the one its pretraining export uses.
+    make_config: Callable[..., Any] = bert_config
     activation: str = "tanh"
     exportable: bool = True  # transformers has no pre-LN ALBERT or ELECTRA
 
     def config(self, tf: Any, m: ModelConfig, **task: Any) -> Any:
         """The transformers config of an encoder `m` of this layout with a task's fields."""
-        if self.root in ("roberta", "roberta_prelayernorm"):
-            kw = common(m, max_position_embeddings=m.max_position + m.pad_token_id + 1, **task)
-            return getattr(tf, f"{self.name}Config")(**kw)
-        if self.root == "albert":
-            groups = 1 if m.share == "all" else m.num_layers
-            kw = common(m, embedding_size=m.embedding_width, num_hidden_groups=groups, **task)
-            return tf.AlbertConfig(inner_group_num=1, classifier_dropout_prob=m.dropout, **kw)
-        if self.root == "electra":
-            return tf.ElectraConfig(**common(m, embedding_size=m.embedding_width, **task))
-        return tf.BertConfig(**common(m, **task))
+        return self.make_config(tf, m, **task)
 
     @property
     def pooled(self) -> bool:
         return self.pooler is not None
 
 
-PRE_LN = Layout("RobertaPreLayerNorm", "roberta_prelayernorm", pooler=None)
+PRE_LN = Layout(
+    "RobertaPreLayerNorm",
+    "roberta_prelayernorm",
+    pooler=None,
+    make_config=roberta_prelayernorm_config,
+)

@@ -30,7 +30,9 @@ def to_transformers(tf: Any, model: Any, m: ModelConfig, special: dict[str, int]
 
 
 def layout(m: ModelConfig) -> hf.Layout:
-    return hf.PRE_LN if m.pre_ln else hf.Layout("Roberta", "roberta", pooler=None)
+    if m.pre_ln:
+        return hf.PRE_LN
+    return hf.Layout("Roberta", "roberta", pooler=None, make_config=hf.roberta_config)
 
 
 def from_transformers(config: dict[str, Any], arch: ModelConfig, path: Any) -> ModelConfig:
