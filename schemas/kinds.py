@@ -34,4 +34,9 @@ FAMILIES: tuple[FamilyName, ...] = get_args(FamilyName)
 
 # Training precision (trainer/precision.py): auto is bf16 on a GPU and fp32 on a CPU; fp16
 # scales the loss.
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+
+# What the loader does with a damaged shard: stop, or skip it (counted, warned once).
+OnError = Literal["raise", "skip"]
+ON_ERROR: tuple[OnError, ...] = get_args(OnError)

@@ -18,12 +18,18 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
-from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, PRECISIONS
+from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, ON_ERROR, PRECISIONS
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.settings import DEFAULT_SEED, SEED_MAX
 from clozeworks.schemas.validate import loads
 from clozeworks.trainer.tracking import check_trackers, parse_trackers
+
+# Sequences a loader stream shuffles among (the loader's default too).
+SHUFFLE_BUFFER = 8192
+# The largest share of the training shards that may be held out.
+MAX_EVAL_SPLIT = 0.5
 
 SHARING = ("none", "all", "attention", "ffn")
 
@@ -239,7 +245,7 @@ class TrainConfig:
     keep: int = 3
     log_every: int = 10
     num_workers: int = 0
-    shuffle_buffer: int = 8192
+    shuffle_buffer: int = SHUFFLE_BUFFER
     # Check each shard's sha256 before its first use; on a damaged shard "raise" or "skip"
     # (skipping is logged once per shard, see trainer.data.loader).
     verify_shards: bool = False
@@ -248,7 +254,7 @@ class TrainConfig:
     # (default: $CLOZEWORKS_CACHE or ~/.cache/clozeworks), least recently used evicted past
     # shard_cache_gb, so later epochs and resumed runs read them from local disk.
     shard_cache: str | None = None
-    shard_cache_gb: float = 20.0
+    shard_cache_gb: float = DEFAULT_LIMIT / 1e9
     # Several shard sets mixed by weight, {source: weight} (TOML: a [mixture] table;
     # the command line: --data a=0.6,b=0.4); each micro-batch comes from one set.
     mixture: dict[str, float] | None = None
@@ -300,7 +306,7 @@ class TrainConfig:
         # torch seeds with a signed 64-bit integer and numpy with a non-negative one.
         if not 0 <= self.seed <= SEED_MAX:
             raise SettingError("seed", f"must be in [0, 2**63 - 1], got {self.seed}")
-        _between(self, "", "eval_split", 0.0, 0.5)
+        _between(self, "", "eval_split", 0.0, MAX_EVAL_SPLIT)
         if self.mixture is not None:
             bad = [
                 k
@@ -313,8 +319,8 @@ class TrainConfig:
                 raise UsageError("eval_split with a mixture: pass eval_data (a held-out set)")
         if self.eval_split and self.eval_data:
             raise UsageError("eval_data and eval_split both name a held-out set; pass one")
-        if self.on_error not in ("raise", "skip"):
-            raise UsageError(f"on_error {self.on_error!r} is not one of raise, skip")
+        if self.on_error not in ON_ERROR:
+            raise UsageError(f"on_error {self.on_error!r} is not one of {', '.join(ON_ERROR)}")
         if self.report_to is not None:
             check_trackers(self.report_to)
         if self.precision not in PRECISIONS:

@@ -32,14 +32,15 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import OBJECTIVES
+from clozeworks.schemas.kinds import OBJECTIVES, ON_ERROR
 from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.trainer.config import MAX_EVAL_SPLIT, SHUFFLE_BUFFER
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
 from clozeworks.trainer.data.objective_specs import check_shards, target_maker
 from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.plan import DEFAULT_STREAMS, EpochPlan, Layout, remaining_positions
-from clozeworks.trainer.data.read import ON_ERROR, EpochReader, Knowledge
+from clozeworks.trainer.data.read import EpochReader, Knowledge
 from clozeworks.trainer.data.source import (
     Source,
     checked_tokenizer,
@@ -88,7 +89,7 @@ class ShardDataset:
         masking: MaskingSettings | None = None,
         rank: int | None = None,
         world_size: int | None = None,
-        shuffle_buffer: int = 8192,
+        shuffle_buffer: int = SHUFFLE_BUFFER,
         tokenizer_sha256: str | None = None,
         *,
         tokenizer: str | Path | None = None,
@@ -114,9 +115,10 @@ class ShardDataset:
         if unknown:
             raise UsageError(f"unknown objective(s) {', '.join(unknown)}; known: {OBJECTIVES}")
         self.rank, self.world_size = _rank_and_world(rank, world_size)
-        if not 0.0 <= eval_split < 1.0 or part not in ("train", "eval"):
+        if not 0.0 <= eval_split <= MAX_EVAL_SPLIT or part not in ("train", "eval"):
             raise UsageError(
-                f"eval_split must be in [0, 1) and part train or eval, got {eval_split}, {part!r}"
+                f"eval_split must be in [0, {MAX_EVAL_SPLIT}] and part train or eval, got "
+                f"{eval_split}, {part!r}"
             )
         root = None if cache_root is None else Path(cache_root)
         self.shards = resolve_source(source, manifest, root, cache_limit)

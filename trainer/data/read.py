@@ -23,10 +23,9 @@ import numpy as np
 from clozeworks.corpus.shards.blocks import Block, ShardFormatError
 from clozeworks.corpus.shards.counter_rng import sequence_keys_array
 from clozeworks.corpus.shards.reader import BlockError, ShardReader
+from clozeworks.schemas.kinds import ON_ERROR
 from clozeworks.trainer.data.plan import EpochPlan
 from clozeworks.trainer.data.source import ShardSet
-
-ON_ERROR = ("raise", "skip")
 
 
 @dataclass

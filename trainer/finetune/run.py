@@ -173,7 +173,8 @@ def run_evaluate(
             f"--task {spec.name} has other labels or shape than the model's task {tuned.spec.name}"
         )
     tokenizer = _tokenizer(tuned.tokenizer)
-    max_len = int(tuned.info.get("settings", {}).get("max_seq_len", 128))
+    default = FinetuneSettings.__dataclass_fields__["max_seq_len"].default
+    max_len = int(tuned.info.get("settings", {}).get("max_seq_len", default))
     encoded, skipped = _encode_split(task, data, split, tokenizer, max_len)
     model = tuned.model.to(pick_device(device))
     start = time.perf_counter()
