@@ -10,7 +10,8 @@
 #
 # The machine is lent for minutes, so two lanes share it: the GPU lane on cores 0-7, the
 # scaling lane on cores 8-15 for 1 to 8 workers; its 16-worker round waits for the GPU lane
-# to end and then takes every core. The checks, which time nothing, run last. Each step has its own time limit within one
+# to end and then takes every core. The checks, which time nothing, run on the GPU lane
+# between the eager and the compiled runs. Each step has its own time limit within one
 # budget ($DEVICE_BUDGET_S, 520 s), so what finished comes back even if a step hangs.
 set -u
 cd "$(dirname "$0")/../.."
@@ -86,21 +87,21 @@ gpu_lane() {
     local gpu=("${GPU_LANE[@]}" "$PY" -m bench.train.gpu --device "$DEVICE" "${SMALL[@]}")
     step gpu.txt 120 "${gpu[@]}" --data .devdata/shards128 --batch "$BATCH128" --profile 5
     step gpu.txt 100 "${gpu[@]}" --data .devdata/shards512 --batch "$BATCH512"
+    # Correctness, not timing: on the GPU lane's cores, beside the scaling lane.
+    step checks.txt 200 "${GPU_LANE[@]}" "$PY" -m bench.train.gpu_checks --device "$DEVICE" \
+        --data .devdata/shards128 --steps "$CHECK_STEPS"
     step gpu.txt 160 "${gpu[@]}" --data .devdata/shards128 --batch "$BATCH128" --compile "${COMPILED[@]}"
     step gpu.txt 140 "${gpu[@]}" --data .devdata/shards512 --batch "$BATCH512" --compile "${COMPILED[@]}"
-    touch "$DONE" # the timed GPU runs are over: the scaling lane may take every core
+    touch "$DONE" # the GPU lane is over: the scaling lane may take every core
 }
 
 scale_lane() {
     step scale.txt "$BUDGET" "${SCALE_LANE[@]}" "$PY" bench/scale/run.py --gb "$GB" \
-        --stages clean dedup near nsp --workers "${WORKERS[@]}" \
+        --stages clean dedup near nsp --workers "${WORKERS[@]}" --files 16 \
         --tokenizer .devdata/tokenizer --widen-after "$DONE" --work /tmp/clozeworks-scale
 }
 
 gpu_lane &
 scale_lane &
 wait
-# Correctness, not timing: last, on the whole machine.
-step checks.txt 200 "$PY" -m bench.train.gpu_checks --device "$DEVICE" \
-    --data .devdata/shards128 --steps "$CHECK_STEPS"
 log "done; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -106,16 +106,27 @@ def documents(seed: int = 0) -> Iterator[str]:
         yield "\n\n".join(parts)
 
 
-def write_corpus(path: Path, megabytes: float, seed: int = 0) -> tuple[int, int]:
-    """JSON lines (`id`, `text`) until `path` holds `megabytes` of text; (documents, bytes)."""
+def write_corpus(path: Path, megabytes: float, seed: int = 0, files: int = 1) -> tuple[int, int]:
+    """JSON lines (`id`, `text`) until they hold `megabytes` of text; (documents, bytes).
+    With `files` > 1 the documents are dealt round-robin into that many files named
+    after `path` (corpus-000.jsonl, ...), as a corpus of many files is: a reader of one
+    file cannot be split among workers."""
     path.parent.mkdir(parents=True, exist_ok=True)
     limit = int(megabytes * 1_000_000)
     count = size = 0
-    with open(path, "w", encoding="utf-8") as f:
+    names = [path] if files == 1 else [
+        path.with_name(f"{path.stem}-{i:03d}{path.suffix}") for i in range(files)
+    ]  # fmt: skip
+    outs = [open(name, "w", encoding="utf-8") for name in names]  # noqa: SIM115
+    try:
         for text in documents(seed):
-            f.write(json.dumps({"id": f"doc-{count:09d}", "text": text}) + "\n")
+            line = json.dumps({"id": f"doc-{count:09d}", "text": text}) + "\n"
+            outs[count % files].write(line)
             count += 1
             size += len(text.encode("utf-8"))
             if size >= limit:
                 break
+    finally:
+        for f in outs:
+            f.close()
     return count, size

@@ -206,6 +206,7 @@ def main() -> None:
         "--workers", type=int, nargs="+", default=[1], help="worker counts to run each stage with"
     )
     p.add_argument("--tokenizer", type=Path, help="a trained tokenizer (instead of stage vocab)")
+    p.add_argument("--files", type=int, default=1, help="input files the corpus is dealt into")
     p.add_argument("--widen-after", type=Path, help="wait for this file before using all cores")
     p.add_argument("--keep", action="store_true", help="keep the corpora and outputs")
     p.add_argument("beam", nargs="*", help="after --: flags for every stage (Beam's too)")
@@ -221,7 +222,7 @@ def main() -> None:
     for gb in args.gb:
         work = args.work / f"{gb:g}gb"
         shutil.rmtree(work, ignore_errors=True)
-        docs, text = write_corpus(work / "raw" / "corpus.jsonl", gb * 1000)
+        docs, text = write_corpus(work / "raw" / "corpus.jsonl", gb * 1000, files=args.files)
         firsts: dict[str, dict[str, float]] = {}
         digests: dict[str, dict[str, str]] = {}
         timings: dict[str, dict[int, tuple[float, str]]] = {}
