@@ -148,6 +148,8 @@ def albert_ngrams(
     # The words in random order (unique keys: a 24-bit score, then the word index).
     score = (row_bits(order_keys, length) >> 8).masked_fill(words >= table.count[:, None], 1 << 24)
     visit = torch.sort((score << 20) | words, dim=1).values & 0xFFFFF  # [B, W]
+    if cdf.numel() == 1:
+        return _whole_words(table, maskable, budget, visit)
     taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)
     owner = torch.zeros(b, length + 1, dtype=torch.int64, device=dev)
     count = torch.zeros(b, dtype=torch.int64, device=dev)
@@ -175,3 +177,44 @@ def albert_ngrams(
         step += 1
         active = (count < budget) & (step < table.count)
     return _per_position(table, maskable, taken, owner)
+
+
+def _whole_words(
+    table: WordTable, maskable: torch.Tensor, budget: torch.Tensor, visit: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`albert_ngrams` with n-grams of one word (BERT's whole-word masking), the same masks
+    in fewer steps. With one-word grams the loop takes each visited word whose tokens fit
+    the room left and skips the others; no word is visited twice, so none is ever refused
+    for touching a masked one. Every word before the first that does not fit is taken: that
+    prefix is one cumulative sum. Only the rows it leaves short of their budget go on, one
+    word per step, through the words after it."""
+    b, length = maskable.shape
+    dev = maskable.device
+    rows = torch.arange(b, device=dev)
+    sizes = table.size.gather(1, visit)  # [B, W] tokens of each visited word
+    total = sizes.cumsum(1)
+    position = torch.arange(length, device=dev)
+    words = table.count[:, None]
+    started = (budget > 0) & (table.count > 0)
+    # The prefix: visits before the first whose running total passes the budget.
+    over = (total > budget[:, None]) | (position >= words)
+    first_over = torch.where(over.any(1), over.to(torch.int8).argmax(1), length)
+    first_over = torch.where(started, first_over, 0)
+    prefix = position < first_over[:, None]  # [B, W]
+    taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)
+    taken.scatter_(1, torch.where(prefix, visit, length), True)
+    count = (sizes * prefix).sum(1)
+    step = first_over.clone()
+    active = started & (count < budget) & (step < table.count)
+    while bool(active.any()):
+        at = step.clamp(max=length - 1)
+        word = visit[rows, at]
+        size = sizes[rows, at]
+        take = active & (size <= budget - count)
+        taken[rows, torch.where(take, word, length)] = True
+        count = count + torch.where(take, size, 0)
+        step = step + active.to(step.dtype)
+        active = active & (count < budget) & (step < table.count)
+    taken[:, length] = False
+    # A one-word gram's owner is the word itself: units are the words.
+    return _per_position(table, maskable, taken, torch.arange(length + 1, device=dev).expand(b, -1))
