@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
@@ -214,7 +214,7 @@ def run_build(
         upstream = _sha256(docs_marker) or ""
         if stage("vocab", vocab_settings, upstream, tokenizer_marker):
             # Progress is not a setting: the stage's record does not hear of it.
-            stats = run_vocab(replace(vocab, show_progress=progress), beam_argv)
+            stats = run_vocab(vocab, beam_argv, progress)
             record.finish("vocab", vocab_settings, upstream, tokenizer_marker)
             report(f"vocab: {stats['kind']}, {stats['vocab_size']} tokens -> {paths.tokenizer}")
 

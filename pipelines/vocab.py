@@ -67,6 +67,7 @@ class VocabRunConfig(SampleSettings):
     input: str
     output: str
     vocab: VocabConfig = field(default_factory=VocabConfig)
+    # Deprecated: pass `progress=True` to run_vocab, as to the other drivers (still read).
     show_progress: bool = False
 
 
@@ -172,13 +173,17 @@ def _batches(texts: Iterator[str], size: int = 256) -> Iterator[list[str]]:
         yield batch
 
 
-def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str, Any]:
+def run_vocab(
+    config: VocabRunConfig, beam_argv: Sequence[str] = (), progress: bool = False
+) -> dict[str, Any]:
     """Sample, train, measure, write. Returns what `vocab_stats.json` holds, and under
-    "seconds" how long each step took (not saved: it would make reruns differ)."""
+    "seconds" how long each step took (not saved: it would make reruns differ). With
+    `progress`, bars on stderr while it runs on this machine."""
+    progress = progress or config.show_progress
     check_apart({"output": config.output}, {"input": [config.input]})
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
-    with StageRun(beam_argv, config.show_progress, "vocab") as run:
+    with StageRun(beam_argv, progress, "vocab") as run:
         if run.remote_workers and _is_local(config.output):
             raise SettingError(
                 "output",
@@ -209,7 +214,7 @@ def run_vocab(config: VocabRunConfig, beam_argv: Sequence[str] = ()) -> dict[str
                 _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
                 config.vocab,
                 chars,
-                show_progress=config.show_progress,
+                show_progress=progress,
             )
             seconds["train"], clock = _lap(clock)
             heldout = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))

@@ -46,14 +46,14 @@ def config_from_args(args: argparse.Namespace, **paths: Any) -> VocabRunConfig:
     """The VocabRunConfig the flags describe."""
     return VocabRunConfig(
         vocab=VocabConfig(**settings_from(args, VocabConfig)),
-        show_progress=progress_wanted(args),
         **settings_from(args, SampleSettings),
         **paths,
     )
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    stats = run_vocab(config_from_args(args, input=args.input, output=args.output), beam_argv)
+    config = config_from_args(args, input=args.input, output=args.output)
+    stats = run_vocab(config, beam_argv, progress_wanted(args))
     sample, held = stats["sample"], stats["heldout"]
     print(
         f"trained a {stats['kind']} vocabulary of {stats['vocab_size']} tokens on "
