@@ -33,7 +33,7 @@ from clozeworks.trainer.checkpoint import (
 )
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.distributed import Dist
-from clozeworks.trainer.families import build_model
+from clozeworks.trainer.families import build_model, described_model
 
 # What a checkpoint's state.json must hold to resume from it.
 RESUMABLE = ("ranks", "scheduler", "train", "phase")
@@ -118,8 +118,7 @@ class Checkpointer:
         """Weights and optimizer of a committed step (checked first); its state.json."""
         # Weights of other shapes are not damage but other settings: said once, not skipped
         # step after step (and read from the header alone, before anything is allocated).
-        with torch.random.fork_rng(devices=[]), torch.device("meta"):
-            described = build_model(self.config)  # seeds the generator: the run's is kept
+        described = described_model(self.config, "the model configured")
         problem = shape_problem(described, path / "model.safetensors")
         if problem is not None:
             raise BadInputError(

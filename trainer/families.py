@@ -220,7 +220,8 @@ MAX_PARAMETERS = 110_000_000_000
 def described_model(config: TrainConfig, source: str) -> nn.Module:
     """The model `config` describes, on the meta device (its shapes, no memory);
     BadInputError naming `source` when it has more than MAX_PARAMETERS parameters."""
-    with torch.device("meta"):
+    # build_model seeds the generator: the caller's state is kept.
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
         model = build_model(config)
     parameters = sum(p.numel() for p in model.parameters())
     if parameters > MAX_PARAMETERS:

@@ -271,7 +271,7 @@ def load_tokenizer(path: str | Path) -> TokenizerInfo:
     declared = _declared_config(p.parent)
     data = read_bounded(p, MAX_TOKENIZER_BYTES, "tokenizer file")
     if p.name.endswith(".txt"):
-        tok = _from_vocab_txt(p, declared.get("do_lower_case"))
+        tok = _from_vocab_txt(p, data, declared.get("do_lower_case"))
         data = tok.to_str().encode("utf-8")
     else:
         try:
@@ -394,12 +394,13 @@ def _lowercases(tok: Tokenizer) -> bool:
     return tok.normalizer is not None and tok.normalizer.normalize_str("A") == "a"
 
 
-def _from_vocab_txt(path: Path, do_lower_case: Any = None) -> Tokenizer:
-    """A BERT tokenizer from a plain vocab.txt, built as BertTokenizerFast builds it (line i
-    is id i). Case follows a beside tokenizer_config.json's do_lower_case, else the
-    vocabulary itself: no upper-case letter in it means an uncased model."""
+def _from_vocab_txt(path: Path, data: bytes, do_lower_case: Any = None) -> Tokenizer:
+    """A BERT tokenizer from a plain vocab.txt's bytes (`path` names it in errors), built as
+    BertTokenizerFast builds it (line i is id i). Case follows a beside
+    tokenizer_config.json's do_lower_case, else the vocabulary itself: no upper-case letter
+    in it means an uncased model."""
     try:
-        lines = path.read_text(encoding="utf-8").removeprefix("\ufeff").split("\n")
+        lines = data.decode("utf-8").removeprefix("\ufeff").split("\n")
     except UnicodeDecodeError as err:
         raise BadInputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if lines and lines[-1] == "":
