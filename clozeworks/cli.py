@@ -158,10 +158,7 @@ def main(argv: Sequence[str]) -> int:
         if isinstance(ours, SettingError):
             # The library names the setting; here it is the flag the user typed.
             verb = _verb_parser(parser, args.command)
-            # A section's setting (optim.lr) has its flag under its own name (--lr).
-            said = ours.said(
-                lambda name: flag_of(verb, name) or flag_of(verb, name.rsplit(".", 1)[-1]) or name
-            )
+            said = ours.said(lambda name: flag_of(verb, name) or name)
             return _fail(args.command, _one_line(said), ours.exit_code)
         if isinstance(ours, ClozeError):
             return _fail(args.command, _one_line(str(ours)), ours.exit_code)

@@ -221,7 +221,7 @@ class CleanDocuments(beam.PTransform):
         normal_form: str,
         filters: Sequence[DocumentFilter],
         fix_mojibake: bool = False,
-        language: str = "",
+        language: str = CleanSettings.language,
     ) -> None:
         super().__init__()
         self.normal_form = normal_form

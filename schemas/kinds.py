@@ -40,3 +40,25 @@ PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 # What the loader does with a damaged shard: stop, or skip it (counted, warned once).
 OnError = Literal["raise", "skip"]
 ON_ERROR: tuple[OnError, ...] = get_args(OnError)
+
+# ALBERT's cross-layer parameter sharing (Lan et al. 2020, table 4): all of a layer,
+# attention only, feed-forward only, or none (BERT).
+Share = Literal["none", "all", "attention", "ffn"]
+SHARES: tuple[Share, ...] = get_args(Share)
+
+# The optimizers a run may use: AdamW (BERT, RoBERTa, ELECTRA) and LAMB (ALBERT).
+OptimName = Literal["adamw", "lamb"]
+OPTIMIZERS: tuple[OptimName, ...] = get_args(OptimName)
+
+# Where a run trains: a GPU when there is one (auto), or the one named.
+Device = Literal["auto", "cpu", "cuda"]
+DEVICES: tuple[Device, ...] = get_args(Device)
+
+# How masking's random replacements are drawn: uniformly over the vocabulary (BERT's and
+# ALBERT's create_pretraining_data.py) or by corpus frequency (SpanBERT's masking.py).
+Replacement = Literal["uniform", "frequency"]
+REPLACEMENTS: tuple[Replacement, ...] = get_args(Replacement)
+
+# How many positions a sequence's masking budget is (schemas/masking.py says each).
+Budget = Literal["maskable", "reference", "electra"]
+BUDGETS: tuple[Budget, ...] = get_args(Budget)

@@ -11,60 +11,53 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from clozeworks.schemas.errors import SchemaError
-from clozeworks.schemas.kinds import MASK_KINDS, MaskKind
+from clozeworks.schemas.errors import SchemaError, SettingError
+from clozeworks.schemas.kinds import BUDGETS, MASK_KINDS, Budget, MaskKind, Replacement
+from clozeworks.schemas.settings import check_choices, setting
 from clozeworks.schemas.validate import Fields
 
-# How the 10% random replacements are drawn: uniformly over the vocabulary (BERT's and
-# ALBERT's create_pretraining_data.py) or by corpus frequency (SpanBERT's masking.py).
-REPLACEMENTS = ("uniform", "frequency")
-# How many positions a sequence's budget is: `maskable` is round(prob x its maskable tokens),
-# at least 1 (ours: [CLS] and [SEP] can never be chosen, so they do not count);
-# `reference` is what the kind's reference code computes: BERT's and ALBERT's
+# How many positions a sequence's budget is (kinds.Budget): `maskable` is round(prob x
+# its maskable tokens), at least 1 (ours: [CLS] and [SEP] can never be chosen, so they do
+# not count); `reference` is what the kind's reference code computes: BERT's and ALBERT's
 # max(1, round(prob x all tokens)), [CLS] and [SEP] included, and SpanBERT's
 # ceil(prob x the tokens between them); `electra` is ELECTRA's pretrain_helpers.mask (token
 # masking only): BERT's count of uniform draws with replacement, a repeat masking nothing
 # more (about 14% of maskable tokens at 128 and 512 instead of 15%).
-BUDGETS = ("maskable", "reference", "electra")
 
 
 @dataclass(frozen=True)
 class MaskingSettings:
-    kind: MaskKind = "token"
-    prob: float = 0.15
-    mask_ratio: float = 0.8
-    random_ratio: float = 0.1
-    # Upper bound on predictions per sequence; None means no bound beyond the budget.
-    max_predictions: int | None = None
-    span_p: float = 0.2
-    span_max_words: int = 10
-    ngram_max: int = 3
+    kind: MaskKind = setting("token", "dynamic masking", flag="masking")
+    prob: float = setting(
+        0.15, "share of maskable tokens predicted", bounds=(0.0, 1.0), open_ends="both"
+    )
+    mask_ratio: float = setting(
+        0.8, "share of the predicted tokens that become [MASK]", bounds=(0.0, 1.0)
+    )
+    random_ratio: float = setting(0.1, "share that become a random token", bounds=(0.0, 1.0))
+    # None means no bound beyond the budget.
+    max_predictions: int | None = setting(None, "most predictions per sequence", at_least=1)
+    span_p: float = setting(
+        0.2, "SpanBERT's geometric p of span lengths", bounds=(0.0, 1.0), open_ends="low"
+    )
+    span_max_words: int = setting(10, "longest span in words", at_least=1)
+    ngram_max: int = setting(3, "longest n-gram (ALBERT)", at_least=1)
     # None: the kind's reference ("frequency" for span, "uniform" otherwise).
-    replacement: str | None = None
-    budget: str = "maskable"
+    replacement: Replacement | None = setting(None, "how random replacements are drawn")
+    budget: Budget = setting("maskable", "how many positions a sequence's budget is")
 
     def __post_init__(self) -> None:
-        if self.kind not in MASK_KINDS:
-            raise ValueError(f"masking kind {self.kind!r} is not one of {', '.join(MASK_KINDS)}")
-        if not 0.0 < self.prob < 1.0:
-            raise ValueError(f"masking prob must be in (0, 1), got {self.prob}")
-        if self.mask_ratio < 0 or self.random_ratio < 0 or self.mask_ratio + self.random_ratio > 1:
+        try:
+            check_choices(self)
+        except SettingError as err:  # a manifest's masking is data: ValueError, then its file
+            raise ValueError(f"masking {err}") from None
+        if self.mask_ratio + self.random_ratio > 1:
             raise ValueError(
                 "mask_ratio and random_ratio must be >= 0 and sum to at most 1, got "
                 f"{self.mask_ratio} + {self.random_ratio}"
             )
-        if self.max_predictions is not None and self.max_predictions < 1:
-            raise ValueError(f"max_predictions must be >= 1, got {self.max_predictions}")
-        if not 0.0 < self.span_p <= 1.0 or self.span_max_words < 1 or self.ngram_max < 1:
-            raise ValueError("span_p must be in (0, 1], span_max_words and ngram_max >= 1")
-        if self.budget not in BUDGETS:
-            raise ValueError(f"budget {self.budget!r} is not one of {', '.join(BUDGETS)}")
         if self.budget == "electra" and self.kind != "token":
             raise ValueError(f"budget 'electra' draws single tokens; kind is {self.kind!r}")
-        if self.replacement is not None and self.replacement not in REPLACEMENTS:
-            raise ValueError(
-                f"replacement {self.replacement!r} is not one of {', '.join(REPLACEMENTS)}"
-            )
 
     @property
     def draws_by_frequency(self) -> bool:

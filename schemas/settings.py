@@ -35,12 +35,24 @@ def setting(
     parse: Callable[[str], Any] | None = None,
     default_factory: Callable[[], Any] | None = None,
     bounds: tuple[float, float] | None = None,
+    open_ends: Literal["", "low", "high", "both"] = "",
+    at_least: float | None = None,
 ) -> Any:
     """A dataclass field that is a user-facing setting. `flag` names its command-line flag
-    when that is not the field's name in dashes; `parse` turns the flag's text into the
-    value when its type alone cannot (a size such as 500M); `bounds` is the closed range a
-    number must lie in (`SEEDS` for a seed), checked by `check_choices`."""
-    metadata = {"help": help, "flag": flag, "metavar": metavar, "parse": parse, "bounds": bounds}
+    when that is not the field's name in dashes (in a section of settings, only a field
+    with a `flag` has one); `parse` turns the flag's text into the value when its type
+    alone cannot (a size such as 500M); `bounds` is the range a number must lie in
+    (`SEEDS` for a seed), closed but at `open_ends`; `at_least` its least value where it
+    has no greatest. Both are checked by `check_choices`."""
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "metavar": metavar,
+        "parse": parse,
+        "bounds": bounds,
+        "open_ends": open_ends,
+        "at_least": at_least,
+    }
     if default_factory is not None:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -60,6 +72,10 @@ class Setting:
     metavar: str | None
     parse: Callable[[str], Any] | None
     bounds: tuple[float, float] | None = None
+    open_ends: str = ""
+    at_least: float | None = None
+    named: bool = False  # its flag is given (`flag=`), not derived from its name
+    many: bool = False  # a tuple of `kind` (comma-separated on the command line)
 
     @property
     def required(self) -> bool:
@@ -73,7 +89,7 @@ def settings_of(cls: type) -> list[Setting]:
     for f in dataclasses.fields(cls):
         if "help" not in f.metadata:
             continue
-        kind, optional, choices = _kind(hints[f.name])
+        kind, optional, choices, many = _kind(hints[f.name])
         default = f.default
         if f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
@@ -90,38 +106,63 @@ def settings_of(cls: type) -> list[Setting]:
                 metavar=f.metadata.get("metavar"),
                 parse=f.metadata.get("parse"),
                 bounds=f.metadata.get("bounds"),
+                open_ends=f.metadata.get("open_ends", ""),
+                at_least=f.metadata.get("at_least"),
+                named=f.metadata.get("flag") is not None,
+                many=many,
             )
         )
     return out
 
 
-def _kind(hint: Any) -> tuple[type, bool, tuple[Any, ...] | None]:
-    """(scalar type, None allowed, the Literal's values) of a field's annotation."""
+def _kind(hint: Any) -> tuple[type, bool, tuple[Any, ...] | None, bool]:
+    """(scalar type, None allowed, the Literal's values, a tuple of them) of a field's
+    annotation; a tuple's are its items' (`tuple[Objective, ...]`)."""
     optional = False
     if get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in get_args(hint) if a is not type(None)]
         optional = len(args) < len(get_args(hint))
         hint = args[0] if len(args) == 1 else str
+    many = get_origin(hint) in (tuple, list, Sequence)
+    if many:
+        hint = get_args(hint)[0] if get_args(hint) else str
     if get_origin(hint) is Literal:
         choices = get_args(hint)
-        return type(choices[0]), optional, choices
-    if get_origin(hint) in (tuple, list, Sequence):
-        return str, optional, None  # lists are comma-separated on the command line
-    return (hint if isinstance(hint, type) else str), optional, None
+        return type(choices[0]), optional, choices, many
+    return (hint if isinstance(hint, type) else str), optional, None, many
 
 
-def check_choices(obj: Any) -> None:
-    """SettingError for a setting of `obj` whose type is a Literal and whose value is not
-    one of it, or whose value lies outside its `bounds` (a value set in code or a file,
-    which no parser has checked)."""
+def check_choices(obj: Any, section: str = "") -> None:
+    """SettingError for a setting of `obj` whose value is not of its type, whose type is a
+    Literal and whose value is not one of it, or whose value lies outside its `bounds` or
+    below its `at_least` (a value set in code or a file, which no parser has checked).
+    `section` prefixes the names (`model.num_heads`)."""
     for s in settings_of(type(obj)):
+        name = f"{section}.{s.name}" if section else s.name
         value = getattr(obj, s.name)
         if value is None and s.optional:
             continue
-        if s.choices is not None:
-            check_choice(s.name, value, s.choices)
+        for item in value if s.many and isinstance(value, tuple | list) else (value,):
+            check_type(name, item, s.kind)
+            if s.choices is not None:
+                check_choice(name, item, s.choices)
         if s.bounds is not None:
-            check_between(s.name, value, *s.bounds)
+            check_between(name, value, *s.bounds, open_ends=s.open_ends)
+        if s.at_least is not None:
+            check_at_least(name, value, s.at_least)
+
+
+_TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str"}
+
+
+def check_type(name: str, value: Any, kind: type) -> None:
+    """`value` is a `kind` (an int passes for a float; a bool for nothing but a bool), so a
+    slip in a file (`hidden_size = "768"`, `dropout = true`) is named, not met deep inside."""
+    accepted = (int, float) if kind is float else kind
+    if kind in _TYPE_NAMES and (
+        not isinstance(value, accepted) or (isinstance(value, bool) and kind is not bool)
+    ):
+        raise SettingError(name, f"must be {_TYPE_NAMES[kind]}, got {value!r}")
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
@@ -130,16 +171,24 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
 
 
 def check_at_least(name: str, value: Any, minimum: float) -> None:
-    if value < minimum:
+    if not value >= minimum:  # NaN is below every minimum
         raise SettingError(name, f"must be >= {minimum:g}, got {value}")
 
 
-def check_between(name: str, value: float, low: float, high: float) -> None:
-    """`low <= value <= high`; NaN is never in range."""
-    if not low <= value <= high:
-        raise SettingError(name, f"must be in [{_number(low)}, {_number(high)}], got {value}")
+def check_between(name: str, value: float, low: float, high: float, open_ends: str = "") -> None:
+    """`low <= value <= high`, strict at `open_ends` ("low", "high" or "both"); NaN is
+    never in range."""
+    low_open = open_ends in ("low", "both")
+    high_open = open_ends in ("high", "both")
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (above and below):
+        interval = f"{'(' if low_open else '['}{_number(low)}, {_number(high)}"
+        raise SettingError(name, f"must be in {interval}{')' if high_open else ']'}, got {value}")
 
 
 def _number(x: float) -> str:
-    """An integer bound whole (a seed's 2**63 - 1), any other as %g."""
+    """A seed's bound as people write it, any other integer whole, the rest as %g."""
+    if x == SEED_MAX:
+        return "2**63 - 1"
     return str(x) if isinstance(x, int) else f"{x:g}"

@@ -90,7 +90,7 @@ def test_deep_files_beside_a_training_run(made, tmp_path, capsys) -> None:
     config = tmp_path / "deep.json"
     config.write_text(DEEP)
     train = ["train", "--data", "x", "--output", str(tmp_path / "r"), "--config", str(config)]
-    one_line(capsys, 2, train, "deep.json: not valid json")
+    one_line(capsys, 2, train, "deep.json: not valid JSON")
     init = ["train", "--data", str(made["shards"]), "--output", str(tmp_path / "r")]
     init += ["--init-from", str(run), "--max-steps", "1", "--warmup", "0.5"]
     (run / "config.json").write_text(DEEP)

@@ -12,164 +12,110 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
-from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
-from clozeworks.schemas.kinds import FAMILIES, OBJECTIVES, ON_ERROR, PRECISIONS
+from clozeworks.schemas.errors import SettingError, UsageError
+from clozeworks.schemas.kinds import (
+    OBJECTIVES,
+    Device,
+    FamilyName,
+    Objective,
+    OnError,
+    OptimName,
+    Precision,
+    Share,
+)
 from clozeworks.schemas.masking import MaskingSettings
-from clozeworks.schemas.settings import DEFAULT_SEED, SEED_MAX
-from clozeworks.schemas.validate import loads
-from clozeworks.trainer.tracking import check_trackers, parse_trackers
+from clozeworks.schemas.overlay import checked, read_table
+from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_choices, setting, settings_of
+from clozeworks.trainer.tracking import TRACKERS, check_trackers, parse_trackers
 
 # Sequences a loader stream shuffles among (the loader's default too).
 SHUFFLE_BUFFER = 8192
 # The largest share of the training shards that may be held out.
 MAX_EVAL_SPLIT = 0.5
-
-SHARING = ("none", "all", "attention", "ffn")
-
-_MODEL_COUNTS = (
-    "vocab_size",
-    "hidden_size",
-    "num_layers",
-    "num_heads",
-    "intermediate_size",
-    "max_position",
-    "pad_vocab_to",
-    "sbo_max_span",
-    "relative_buckets",
-    "relative_max_distance",
-)
-_TRAIN_COUNTS = (
-    "batch_size",
-    "grad_accum",
-    "max_steps",
-    "save_every",
-    "log_every",
-    "keep",
-    "shuffle_buffer",
-    "eval_batches",
-)
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "int": int,
-    "float": (int, float),
-    "bool": bool,
-    "str": str,
-}
+_POSITIVE = {"bounds": (0.0, math.inf), "open_ends": "both"}
+_SHARE_BELOW_ONE = {"bounds": (0.0, 1.0), "open_ends": "high"}
 
 
-def _check_types(obj: Any, section: str) -> None:
-    """Each scalar field holds its annotated type, so a TOML slip (`hidden_size = "768"`,
-    `dropout = true`) is named here rather than failing deep inside the model."""
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        kinds = [k.strip() for k in str(f.type).split("|")]
-        if value is None and "None" in kinds:
-            continue
-        expected = _TYPES.get(kinds[0])
-        if expected is None:
-            continue
-        if not isinstance(value, expected) or (isinstance(value, bool) and kinds[0] != "bool"):
-            raise UsageError(f"{_name(section, f.name)} must be {kinds[0]}, got {value!r}")
+def _share(text: str) -> float:
+    """A share of the data: "0.005" or "0.5%"."""
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(f"not a share: {text!r}") from None
 
 
-def _name(section: str, name: str) -> str:
-    return f"{section}.{name}" if section else name
+def _objectives(text: str) -> tuple[str, ...]:
+    """`mlm,nsp` -> ("mlm", "nsp"); each checked against kinds.Objective by the config."""
+    return tuple(o.strip() for o in text.split(",") if o.strip())
 
 
-def _at_least(obj: Any, section: str, name: str, minimum: int) -> None:
-    value = getattr(obj, name)
-    if value < minimum:
-        raise SettingError(_name(section, name), f"must be >= {minimum}, got {value}")
-
-
-def _between(
-    obj: Any,
-    section: str,
-    name: str,
-    low: float,
-    high: float,
-    low_open: bool = False,
-    high_open: bool = False,
-) -> None:
-    """`low <= value <= high` (strict on an open side); NaN is never in range."""
-    value = getattr(obj, name)
-    above = value > low if low_open else value >= low
-    below = value < high if high_open else value <= high
-    if not (above and below):
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise SettingError(_name(section, name), f"must be in {interval}, got {value}")
+def _trackers(text: str) -> tuple[str, ...]:
+    return parse_trackers(text)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    family: str = "bert"
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_layers: int = 12
-    num_heads: int = 12
-    intermediate_size: int = 3072
-    max_position: int = 512
-    # 0 = no token-type embedding at all (RoBERTa dropped segment embeddings with NSP).
-    type_vocab_size: int = 2
-    dropout: float = 0.1
-    attention_dropout: float = 0.1
-    layer_norm_eps: float = 1e-12
-    initializer_range: float = 0.02
+    family: FamilyName = setting("bert", "model family (trainer/families.py)")
+    vocab_size: int = setting(30522, "vocabulary size (the shards' when training)", at_least=1)
+    hidden_size: int = setting(768, "width of the encoder", at_least=1)
+    num_layers: int = setting(12, "encoder layers", at_least=1)
+    num_heads: int = setting(12, "attention heads", at_least=1)
+    intermediate_size: int = setting(3072, "width of the feed-forward layer", at_least=1)
+    max_position: int = setting(512, "position embeddings", at_least=1)
+    # RoBERTa dropped segment embeddings with NSP.
+    type_vocab_size: int = setting(2, "token types (0: no token-type embedding)", at_least=0)
+    dropout: float = setting(0.1, "dropout", **_SHARE_BELOW_ONE)
+    attention_dropout: float = setting(
+        0.1, "dropout of attention probabilities", **_SHARE_BELOW_ONE
+    )
+    layer_norm_eps: float = setting(1e-12, "layer norm epsilon", **_POSITIVE)
+    initializer_range: float = setting(0.02, "std of the initial weights", **_POSITIVE)
     # BERT as published is post-LN; pre-LN trains more stably at large learning rates.
-    pre_ln: bool = False
-    # Embedding rows are padded to a multiple of this for faster matmuls; logits are sliced.
-    pad_vocab_to: int = 64
-    pad_token_id: int = 0
-    # Factorized embedding (ALBERT, ELECTRA): embeddings of this width, projected to hidden.
-    # None = hidden_size.
-    embedding_size: int | None = None
+    pre_ln: bool = setting(False, "layer norm before each sub-layer")
+    # Padded rows make faster matmuls; the logits are sliced back.
+    pad_vocab_to: int = setting(64, "embedding rows padded to a multiple of this", at_least=1)
+    pad_token_id: int = setting(
+        0, "id of the padding token (the shards' when training)", at_least=0
+    )
+    # Factorized embedding (ALBERT, ELECTRA).
+    embedding_size: int | None = setting(
+        None, "width of the embeddings, projected to hidden_size (None: hidden_size)", at_least=1
+    )
     # ALBERT's cross-layer parameter sharing (section 3.1, table 4).
-    share: str = "none"
-    # ELECTRA: the generator is this fraction of the discriminator's width (section 3.2:
-    # 1/4 to 1/2 works best) and the discriminator's loss is weighted by `rtd_weight` (50).
-    generator_fraction: float = 0.25
-    rtd_weight: float = 50.0
-    # SpanBERT's span boundary objective: relative positions inside a span up to this.
-    sbo_max_span: int = 32
-    # Width of one attention head; None = hidden_size / num_heads. T5 v1.1 small has 6
-    # heads of 64 at d_model 512.
-    head_size: int | None = None
-    # T5: decoder depth (None = num_layers) and its relative position buckets (Raffel et
-    # al. 2020, section 2.1: 32 buckets, logarithmic up to a distance of 128).
-    decoder_layers: int | None = None
-    relative_buckets: int = 32
-    relative_max_distance: int = 128
+    share: Share = setting("none", "layer parameters shared across layers")
+    # ELECTRA section 3.2: a generator 1/4 to 1/2 of the discriminator's width works best,
+    # and the discriminator's loss weighs 50.
+    generator_fraction: float = setting(
+        0.25, "ELECTRA: the generator's share of the width", bounds=(0.0, 1.0), open_ends="low"
+    )
+    rtd_weight: float = setting(
+        50.0,
+        "ELECTRA: weight of the discriminator's loss",
+        bounds=(0.0, math.inf),
+        open_ends="high",
+    )
+    sbo_max_span: int = setting(32, "SpanBERT's SBO: relative positions inside a span", at_least=1)
+    # T5 v1.1 small has 6 heads of 64 at d_model 512.
+    head_size: int | None = setting(
+        None, "width of one head (None: hidden_size / num_heads)", at_least=1
+    )
+    # T5 (Raffel et al. 2020, section 2.1): 32 buckets, logarithmic up to a distance of 128.
+    decoder_layers: int | None = setting(None, "T5: decoder depth (None: num_layers)", at_least=1)
+    relative_buckets: int = setting(32, "T5: relative position buckets", at_least=1)
+    relative_max_distance: int = setting(128, "T5: distance of the last bucket", at_least=1)
 
     def __post_init__(self) -> None:
-        _check_types(self, "model")
-        for name in _MODEL_COUNTS:
-            _at_least(self, "model", name, 1)
-        _at_least(self, "model", "type_vocab_size", 0)
-        _at_least(self, "model", "pad_token_id", 0)
-        for name in ("embedding_size", "head_size", "decoder_layers"):
-            if getattr(self, name) is not None:
-                _at_least(self, "model", name, 1)
-        _between(self, "model", "dropout", 0.0, 1.0, high_open=True)
-        _between(self, "model", "attention_dropout", 0.0, 1.0, high_open=True)
-        _between(self, "model", "layer_norm_eps", 0.0, math.inf, low_open=True, high_open=True)
-        _between(self, "model", "initializer_range", 0.0, math.inf, low_open=True, high_open=True)
-        _between(self, "model", "rtd_weight", 0.0, math.inf, high_open=True)
-        if self.family not in FAMILIES:
-            raise UsageError(f"model family {self.family!r} is not one of {', '.join(FAMILIES)}")
-        if self.share not in SHARING:
-            raise UsageError(f"model.share {self.share!r} is not one of {', '.join(SHARING)}")
+        check_choices(self, "model")
         if self.head_size is None and self.hidden_size % self.num_heads:
-            raise UsageError(
-                f"hidden_size {self.hidden_size} is not a multiple of num_heads {self.num_heads}"
+            raise SettingError(
+                "model.hidden_size",
+                f"{self.hidden_size} is not a multiple of num_heads {self.num_heads}",
             )
-        if not 0.0 < self.generator_fraction <= 1.0:
-            raise UsageError(f"generator_fraction must be in (0, 1], got {self.generator_fraction}")
 
     @property
     def embedding_width(self) -> int:
@@ -188,125 +134,161 @@ class ModelConfig:
 class OptimConfig:
     # BERT: Adam with lr 1e-4, beta1 0.9, beta2 0.999, L2 weight decay 0.01, 10k warmup steps,
     # then linear decay (section A.2). eps 1e-6 as in the released optimization.py.
-    name: str = "adamw"
-    lr: float = 1e-4
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-6
-    weight_decay: float = 0.01
-    warmup_steps: int = 10_000
-    grad_clip: float = 1.0
-    # Steps over which the rate decays to zero; None = the run's max_steps.
-    decay_steps: int | None = None
-    # Warm-up as a share of those steps (RoBERTa fine-tuning's 0.06), instead of
-    # warmup_steps when set: a preset's step count is its paper's, for a run of its length.
-    warmup_ratio: float | None = None
-    # Train even when the warm-up is as long as the run (the rate never reaches its peak).
-    force_warmup: bool = False
+    name: OptimName = setting("adamw", "optimizer")
+    lr: float = setting(1e-4, "peak learning rate", flag="lr", **_POSITIVE)
+    beta1: float = setting(0.9, "Adam's beta1", **_SHARE_BELOW_ONE)
+    beta2: float = setting(0.999, "Adam's beta2", **_SHARE_BELOW_ONE)
+    eps: float = setting(1e-6, "Adam's epsilon", **_POSITIVE)
+    weight_decay: float = setting(
+        0.01, "decoupled weight decay", bounds=(0.0, math.inf), open_ends="high"
+    )
+    warmup_steps: int = setting(
+        10_000, "warm-up in steps (as --warmup 10000)", flag="warmup-steps", at_least=0
+    )
+    grad_clip: float = setting(
+        1.0, "gradient norm clipped to this (0: none)", bounds=(0.0, math.inf), open_ends="high"
+    )
+    decay_steps: int | None = setting(
+        None, "steps over which the rate decays to zero (None: max_steps)", at_least=1
+    )
+    # A preset's step count is its paper's, for a run of its length; a share fits any length
+    # (RoBERTa fine-tuning's 0.06).
+    warmup_ratio: float | None = setting(
+        None, "warm-up as a share of the decay steps, instead of warmup_steps", **_SHARE_BELOW_ONE
+    )
+    # The rate then never reaches its peak.
+    force_warmup: bool = setting(
+        False, "train even if the warm-up lasts the whole run", flag="force-warmup"
+    )
 
     def __post_init__(self) -> None:
-        _check_types(self, "optim")
-        if self.name not in ("adamw", "lamb"):
-            raise UsageError(f"optim.name {self.name!r} is not one of adamw, lamb")
-        _between(self, "optim", "lr", 0.0, math.inf, low_open=True, high_open=True)
-        _between(self, "optim", "beta1", 0.0, 1.0, high_open=True)
-        _between(self, "optim", "beta2", 0.0, 1.0, high_open=True)
-        _between(self, "optim", "eps", 0.0, math.inf, low_open=True, high_open=True)
-        _between(self, "optim", "weight_decay", 0.0, math.inf, high_open=True)
-        _between(self, "optim", "grad_clip", 0.0, math.inf, high_open=True)  # 0: no clipping
-        _at_least(self, "optim", "warmup_steps", 0)
-        if self.decay_steps is not None:
-            _at_least(self, "optim", "decay_steps", 1)
-        if self.warmup_ratio is not None:
-            _between(self, "optim", "warmup_ratio", 0.0, 1.0, high_open=True)
+        check_choices(self, "optim")
 
 
 @dataclass(frozen=True)
 class Phase2Config:
     """BERT's second phase: from `start_step` on, read `data` (length 512) at `batch_size`."""
 
-    data: str
-    start_step: int
-    batch_size: int | None = None
+    data: str = setting(help="second phase shards (BERT: length 512)", flag="phase2-data")
+    start_step: int = setting(
+        help="step the second phase starts at", flag="phase2-step", at_least=1
+    )
+    batch_size: int | None = setting(
+        None, "second phase batch size", flag="phase2-batch-size", at_least=1
+    )
+
+    def __post_init__(self) -> None:
+        check_choices(self, "phase2")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """Every setting of a run. Top-level settings are flags of `cloze train` by name;
+    a section's (model, optim, masking, phase2) are reached by `--set SECTION.NAME=...`,
+    or by the flag a field names (`optim.lr` is `--lr`)."""
+
     model: ModelConfig = field(default_factory=ModelConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     masking: MaskingSettings = field(default_factory=MaskingSettings)
-    objectives: tuple[str, ...] = ("mlm",)
-    batch_size: int = 32
-    # Micro-batches per optimizer step; the global batch is batch_size x grad_accum x ranks.
-    grad_accum: int = 1
-    max_steps: int = 1_000
-    seed: int = DEFAULT_SEED
-    save_every: int = 500
-    keep: int = 3
-    log_every: int = 10
-    num_workers: int = 0
-    shuffle_buffer: int = SHUFFLE_BUFFER
-    # Check each shard's sha256 before its first use; on a damaged shard "raise" or "skip"
-    # (skipping is logged once per shard, see trainer.data.loader).
-    verify_shards: bool = False
-    on_error: str = "raise"
-    # Remote shards (https://, s3://, gs://, pipe:) are downloaded whole into this cache
-    # (default: $CLOZEWORKS_CACHE or ~/.cache/clozeworks), least recently used evicted past
-    # shard_cache_gb, so later epochs and resumed runs read them from local disk.
-    shard_cache: str | None = None
-    shard_cache_gb: float = DEFAULT_LIMIT / 1e9
-    # Several shard sets mixed by weight, {source: weight} (TOML: a [mixture] table;
-    # the command line: --data a=0.6,b=0.4); each micro-batch comes from one set.
+    objectives: tuple[Objective, ...] = setting(
+        ("mlm",),
+        f"comma-separated, from: {','.join(OBJECTIVES)} (clm, t5 and plm alone: gpt's, t5's "
+        "and xlnet's)",
+        flag="objective",
+        metavar="LIST",
+        parse=_objectives,
+    )
+    batch_size: int = setting(32, "sequences per micro-batch per process", at_least=1)
+    # The global batch is batch_size x grad_accum x ranks.
+    grad_accum: int = setting(1, "micro-batches per optimizer step", at_least=1)
+    max_steps: int = setting(1_000, "optimizer steps of the run", at_least=1)
+    seed: int = setting(DEFAULT_SEED, "seed of the weights, data order and masks", bounds=SEEDS)
+    save_every: int = setting(500, "commit a checkpoint every N steps", at_least=1)
+    keep: int = setting(3, "committed checkpoints to keep", at_least=1)
+    log_every: int = setting(10, "log every N steps", at_least=1)
+    num_workers: int = setting(0, "loader processes per rank (0: in process)", at_least=0)
+    shuffle_buffer: int = setting(
+        SHUFFLE_BUFFER, "sequences shuffled together per stream", at_least=1
+    )
+    verify_shards: bool = setting(False, "check each shard's sha256 before its first use")
+    # Skipping is logged once per shard (trainer.data.loader).
+    on_error: OnError = setting(
+        "raise", "a damaged shard stops the run, or is skipped with a warning"
+    )
+    # Remote shards (https://, s3://, gs://, pipe:) are downloaded whole, so later epochs
+    # and resumed runs read them from local disk.
+    shard_cache: str | None = setting(
+        None,
+        "where remote shards are kept (default $CLOZEWORKS_CACHE or ~/.cache/clozeworks)",
+        metavar="DIR",
+    )
+    shard_cache_gb: float = setting(
+        DEFAULT_LIMIT / 1e9,
+        "most disk the shard cache may use (least recently used shards go first)",
+        metavar="GB",
+        bounds=(0.0, math.inf),
+        open_ends="high",
+    )
+    # Each micro-batch comes from one set. Not a flag of its own: --data a=0.6,b=0.4.
     mixture: dict[str, float] | None = None
-    # Held-out evaluation on a separate shard set every `eval_every` steps (0: at the end).
-    eval_data: str | None = None
-    # Or hold out this share of the training shards (run_mlm.py's validation split): the
-    # same sequences on every rank count and resume, never trained on (0: none).
-    eval_split: float = 0.0
-    eval_every: int = 0
-    eval_batches: int = 50
+    eval_data: str | None = setting(None, "held-out shard set", metavar="SOURCE")
+    # run_mlm.py's validation split: the same sequences on every rank count and resume.
+    eval_split: float = setting(
+        0.0,
+        "hold out this share of --data for evaluation (0.005 or 0.5%), never trained on",
+        metavar="SHARE",
+        parse=_share,
+        bounds=(0.0, MAX_EVAL_SPLIT),
+    )
+    eval_every: int = setting(0, "evaluate every N steps (0: at the end)", at_least=0)
+    eval_batches: int = setting(50, "held-out batches per evaluation", at_least=1)
     phase2: Phase2Config | None = None
-    # Start from these weights (a transformers directory, a run, or a step directory)
-    # with a fresh optimizer; the architecture comes from them (trainer/init_from.py).
-    init_from: str | None = None
-    device: str = "auto"
-    # "auto": bf16 autocast on GPU, fp32 on CPU (trainer/precision.py); fp16 with a dynamic
-    # loss scale for GPUs without bf16.
-    precision: str = "auto"
-    compile: bool = False
+    # The architecture comes from them (trainer/init_from.py).
+    init_from: str | None = setting(
+        None,
+        "start from these weights: a transformers directory (as cloze export writes), "
+        "a run or a step directory; the architecture is theirs, the optimizer fresh",
+        metavar="DIR",
+    )
+    device: Device = setting("auto", "where to train (auto: a GPU when there is one)")
+    # trainer/precision.py; fp16 has a dynamic loss scale.
+    precision: Precision = setting(
+        "auto", "auto: bf16 on GPU, fp32 on CPU; fp16 (GPUs without bf16) scales the loss"
+    )
+    compile: bool = setting(False, "torch.compile the encoders")
     # GPU kernels that sum with atomics (embedding and scatter backward) round in a
-    # different order on every run; this picks deterministic ones (somewhat slower) so a
-    # resumed run ends bit-identical on a GPU too, as it always does on the CPU.
-    deterministic: bool = False
-    # Run the encoder on the real tokens only when a batch has padding (token-wise layers on
-    # [T, H], attention over variable-length rows): the same outputs, less work.
-    unpad: bool = True
-    # Recompute each encoder layer in the backward pass instead of keeping its activations
-    # (bert-large and roberta-large at long sequences fit where they otherwise do not).
-    grad_checkpointing: bool = False
-    # Under torchrun: shard parameters, gradients and optimizer state over the ranks (FSDP2)
-    # instead of DDP's whole copy per rank (trainer/fsdp.py).
-    fsdp: bool = False
-    # Trackers beside metrics.jsonl (trainer/tracking.py); None: TensorBoard when installed,
-    # settled before the run (config.json says which).
-    report_to: tuple[str, ...] | None = None
+    # different order on every run.
+    deterministic: bool = setting(
+        False,
+        "deterministic GPU kernels (somewhat slower): a resumed run ends bit-identical "
+        "to an uninterrupted one on a GPU too, as it does on the CPU",
+    )
+    # Token-wise layers on [T, H], attention over variable-length rows: the same outputs,
+    # less work.
+    unpad: bool = setting(True, "run the encoder on real tokens only when a batch has padding")
+    # bert-large and roberta-large at long sequences fit where they otherwise do not.
+    grad_checkpointing: bool = setting(
+        False, "recompute encoder layers in the backward pass: less memory, ~1/3 more compute"
+    )
+    # trainer/fsdp.py (FSDP2).
+    fsdp: bool = setting(
+        False,
+        "under torchrun: shard weights, gradients and optimizer state over the "
+        "processes (FSDP) instead of a whole copy per process (DDP)",
+    )
+    # None is settled before the run (config.json says which).
+    report_to: tuple[str, ...] | None = setting(
+        None,
+        "comma-separated trackers beside metrics.jsonl, from: "
+        f"{', '.join(TRACKERS)}; or none (default: tensorboard when installed); each an "
+        "extra, configured by its own environment variables (WANDB_MODE=offline, "
+        "MLFLOW_TRACKING_URI)",
+        metavar="LIST",
+        parse=_trackers,
+    )
 
     def __post_init__(self) -> None:
-        unknown = [o for o in self.objectives if o not in OBJECTIVES]
-        if unknown:
-            raise UsageError(
-                f"unknown objective(s) {', '.join(unknown)}; choose from {', '.join(OBJECTIVES)}"
-            )
-        _check_types(self, "")
-        for name in _TRAIN_COUNTS:
-            _at_least(self, "", name, 1)
-        _at_least(self, "", "num_workers", 0)
-        _at_least(self, "", "eval_every", 0)
-        _between(self, "", "shard_cache_gb", 0.0, float("inf"), high_open=True)
-        # torch seeds with a signed 64-bit integer and numpy with a non-negative one.
-        if not 0 <= self.seed <= SEED_MAX:
-            raise SettingError("seed", f"must be in [0, 2**63 - 1], got {self.seed}")
-        _between(self, "", "eval_split", 0.0, MAX_EVAL_SPLIT)
+        check_choices(self)
         if self.mixture is not None:
             bad = [
                 k
@@ -318,16 +300,12 @@ class TrainConfig:
             if self.eval_split:
                 raise UsageError("eval_split with a mixture: pass eval_data (a held-out set)")
         if self.eval_split and self.eval_data:
-            raise UsageError("eval_data and eval_split both name a held-out set; pass one")
-        if self.on_error not in ON_ERROR:
-            raise UsageError(f"on_error {self.on_error!r} is not one of {', '.join(ON_ERROR)}")
+            raise SettingError("eval_data", "and {eval_split} both name a held-out set; pass one")
         if self.report_to is not None:
             check_trackers(self.report_to)
-        if self.precision not in PRECISIONS:
-            raise SettingError("precision", f"must be one of {', '.join(PRECISIONS)}")
         if self.precision == "fp16" and self.fsdp:
             # FSDP's sharded gradients need a sharded scaler; bf16 needs none.
-            raise SettingError("precision", "fp16 with --fsdp is not supported; use bf16")
+            raise SettingError("precision", "fp16 with {fsdp} is not supported; use bf16")
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting the run uses; a warm-up in steps is left out when a share of the
@@ -346,7 +324,12 @@ class TrainConfig:
         return merge(cls(), data, "config")
 
 
-_SECTIONS = {"model": ModelConfig, "optim": OptimConfig, "masking": MaskingSettings}
+_SECTIONS: dict[str, type] = {
+    "model": ModelConfig,
+    "optim": OptimConfig,
+    "masking": MaskingSettings,
+    "phase2": Phase2Config,
+}
 
 
 # `merge`'s source for settings given as flags.
@@ -354,102 +337,68 @@ COMMAND_LINE = "command line"
 
 
 def merge(config: TrainConfig, data: dict[str, Any], source: str) -> TrainConfig:
-    """`config` with every field `data` names replaced; UsageError names an unknown one."""
-    top = {f.name for f in fields(TrainConfig)}
+    """`config` with every setting `data` names replaced (a section's fields by a table),
+    each value checked as its setting reads it (schemas/overlay.py); UsageError names
+    `source` and the key, SettingError from the command line names the setting."""
+    settings = {s.name: s for s in settings_of(TrainConfig)}
     changes: dict[str, Any] = {}
     for key, value in data.items():
         if key in _SECTIONS:
-            if not isinstance(value, dict):
-                raise UsageError(f"{source}: [{key}] must be a table")
-            section = getattr(config, key)
-            known = {f.name for f in fields(section)}
-            bad = sorted(set(value) - known)
-            if bad:
-                raise UsageError(f"{source}: unknown {key} setting(s): {', '.join(bad)}")
-            try:
-                changes[key] = replace(section, **value)
-            except SettingError as err:
-                if source == COMMAND_LINE:
-                    raise
-                raise UsageError(f"{source}: {err}") from None
-            except UsageError as err:
-                raise UsageError(f"{source}: {err}") from None
-            except (TypeError, ValueError) as err:
-                raise UsageError(f"{source}: [{key}]: {err}") from None
-        elif key == "phase2":
-            changes[key] = None if value is None else _phase2(value, source)
+            changes[key] = _section(config, key, value, source)
+        elif key == "mixture":
+            changes[key] = value
         elif key == "tensorboard" and isinstance(value, bool):
             # The switch before --report-to, still read from older config files.
             changes["report_to"] = ("tensorboard",) if value else ()
-        elif key in top:
-            if isinstance(value, str) and key == "report_to":
-                try:
-                    value = parse_trackers(value)
-                except ValueError as err:
-                    raise UsageError(f"{source}: {err}") from None
-            elif isinstance(value, str) and key == "objectives":
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            listed = key in ("objectives", "report_to") and value is not None
-            changes[key] = tuple(value) if listed else value
+        elif key in settings:
+            changes[key] = checked(source, key, settings[key], value)
         else:
             raise UsageError(f"{source}: unknown setting {key!r}")
+    return _replaced(config, changes, source)
+
+
+def _section(config: TrainConfig, key: str, value: Any, source: str) -> Any:
+    """The section `key` of `config` with the table `value` laid over it (phase2, which
+    may be absent, is made whole from it)."""
+    cls = _SECTIONS[key]
+    current = getattr(config, key)
+    if value is None and key == "phase2":
+        return None
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: [{key}] must be a table")
+    settings = {s.name: s for s in settings_of(cls)}
+    bad = sorted(set(value) - set(settings))
+    if bad:
+        raise UsageError(f"{source}: unknown {key} setting(s): {', '.join(bad)}")
+    values = {n: checked(source, f"{key}.{n}", settings[n], v) for n, v in value.items()}
+    if current is None:
+        missing = [n for n, s in settings.items() if s.required and n not in values]
+        if missing:
+            raise UsageError(f"{source}: [{key}] needs {' and '.join(missing)}")
+        return _replaced(cls, values, source, section=key)
+    return _replaced(current, values, source, section=key)
+
+
+def _replaced(obj: Any, changes: dict[str, Any], source: str, section: str = "") -> Any:
+    """`obj` (or a new `obj` when it is a class) with `changes`, its checks' errors said
+    as coming from `source`."""
     try:
-        return replace(config, **changes)
+        return obj(**changes) if isinstance(obj, type) else replace(obj, **changes)
     except SettingError as err:
         if source == COMMAND_LINE:
             raise  # the command line names the setting by the flag the user typed
         raise UsageError(f"{source}: {err}") from None
     except UsageError as err:
         raise UsageError(f"{source}: {err}") from None
-
-
-def _phase2(value: Any, source: str) -> Phase2Config:
-    if isinstance(value, Phase2Config):
-        return value
-    if not isinstance(value, dict):
-        raise UsageError(f"{source}: [phase2] must be a table with data and start_step")
-    try:
-        return Phase2Config(**value)
-    except TypeError as err:
-        raise UsageError(f"{source}: [phase2]: {err}") from None
-
-
-def settings_from_pairs(pairs: Sequence[str], source: str) -> dict[str, Any]:
-    """`KEY=VALUE` pairs as the TOML file would give them, for `merge`: KEY dotted into a
-    section (`model.hidden_size`), VALUE a TOML value, or a bare word taken as a string."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, eq, text = pair.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"{source} {pair!r}: expected KEY=VALUE")
-        try:
-            value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = text  # a bare word: a string, as `model.family=albert`
-        *sections, name = key.strip().split(".")
-        target = out
-        for section in sections:
-            target = target.setdefault(section, {})
-            if not isinstance(target, dict):
-                raise UsageError(f"{source} {pair!r}: {section} is not a section")
-        target[name] = value
-    return out
+    except ValueError as err:  # masking's own checks
+        raise UsageError(f"{source}: [{section}]: {err}") from None
 
 
 def load_config_file(path: Path, base: TrainConfig) -> TrainConfig:
     """`base` overridden by a TOML (`.toml`) or JSON file; BadInputError names the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise BadInputError(f"{path}: cannot read config ({err.strerror or err})") from None
-    except UnicodeDecodeError as err:
-        raise BadInputError(f"{path}: not UTF-8 text ({err})") from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as err:
-        raise BadInputError(f"{path}: not valid {path.suffix[1:] or 'JSON'} ({err})") from None
-    if not isinstance(data, dict):
-        raise BadInputError(f"{path}: expected a table of settings")
+    data = read_table(path)
     # A run's own config.json names its data and describes it; those keys are not settings.
     data = {k: v for k, v in data.items() if k not in RUN_RECORD_KEYS}
     return merge(base, data, str(path))

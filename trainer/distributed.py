@@ -65,7 +65,7 @@ class Dist:
             dist.barrier()
 
 
-def setup(device: str = "auto", deterministic: bool = False) -> Dist:
+def setup(device: str, deterministic: bool = False) -> Dist:
     """The process's place in the job; joins the process group under torchrun."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))

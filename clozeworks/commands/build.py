@@ -27,7 +27,6 @@ line win:
 from __future__ import annotations
 
 import argparse
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from clozeworks.pipelines.build import BuildConfig, run_build
 from clozeworks.pipelines.clean import CleanSettings
 from clozeworks.pipelines.dedup import DedupSettings
 from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.overlay import checked, read_table
 from clozeworks.schemas.settings import Setting, settings_of
 
 HELP = "raw files -> docs, tokenizer and shards in one go"
@@ -117,34 +117,10 @@ def _filter_keys() -> dict[str, str]:
     return out
 
 
-def _value(path: Path, key: str, s: Setting, value: Any) -> Any:
-    """A TOML value checked against its setting; UsageError naming the file and key."""
-    if isinstance(value, str) and s.parse is not None:
-        try:
-            return s.parse(value)
-        except (ValueError, UsageError) as err:
-            raise UsageError(f"{path}: {key}: {err}") from None
-    if s.kind in (int, float) and not (value is None and s.optional):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise UsageError(f"{path}: {key} must be a number, got {value!r}")
-        value = s.kind(value)
-    if s.choices is not None and not (value is None and s.optional) and value not in s.choices:
-        choices = ", ".join(map(str, s.choices))
-        raise UsageError(f"{path}: {key} must be one of {choices}, got {value!r}")
-    if s.kind is bool and not isinstance(value, bool):
-        raise UsageError(f"{path}: {key} must be true or false, got {value!r}")
-    return value
-
-
 def read_toml(path: Path, owners: dict[str, Part]) -> dict[Any, Any]:
     """Settings from a TOML file: {(section field, setting name): value} for the stages'
     settings, {name: value} for build's own and the filter thresholds."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read ({err.strerror or err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"{path}: not valid TOML ({err})") from None
+    data = read_table(path, "TOML")
     filters = _filter_keys()
     out: dict[Any, Any] = {}
     for key, value in data.items():
@@ -181,7 +157,7 @@ def _place(
         keys = _keys(part)
         if name in keys:
             s = keys[name]
-            out[(part.field, s.name)] = _value(path, key, s, value)
+            out[(part.field, s.name)] = checked(str(path), key, s, value)
             return
     raise UsageError(f"{path}: unknown setting {key!r}")
 

@@ -20,16 +20,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from clozeworks.commands import add_progress_flag, progress_wanted
+from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.corpus.outputs import check_apart
 from clozeworks.schemas.errors import UsageError, signal_exit_code
-from clozeworks.schemas.kinds import MASK_KINDS, PRECISIONS
+from clozeworks.schemas.masking import MaskingSettings
+from clozeworks.schemas.overlay import pairs_table
 from clozeworks.trainer.config import (
     COMMAND_LINE,
+    OptimConfig,
     Phase2Config,
     TrainConfig,
     load_config_file,
     merge,
-    settings_from_pairs,
 )
 from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
 from clozeworks.trainer.data.targets import corrupted_lengths
@@ -38,15 +40,24 @@ from clozeworks.trainer.families import FAMILIES
 from clozeworks.trainer.loop import train
 from clozeworks.trainer.objectives import with_pair_objective
 from clozeworks.trainer.presets import MODEL_PRESETS, preset
-from clozeworks.trainer.tracking import (
-    TRACKERS,
-    default_trackers,
-    parse_trackers,
-    require_installed,
-)
+from clozeworks.trainer.tracking import default_trackers, require_installed
 
 HELP = "shards -> trained model run directory"
 BEAM = False
+
+
+# The settings of a run that are flags here: the top level's by name, a section's where
+# its field names a flag (optim.lr is --lr); every other is reached by --set or --config.
+FLAGGED = (
+    ("", TrainConfig),
+    ("optim", OptimConfig),
+    ("masking", MaskingSettings),
+    ("phase2", Phase2Config),
+)
+# Not settings of their own: the data names the mixture, and phase2 is its three flags.
+_NOT_FLAGS = frozenset({"mixture", "report_to"})
+# The module's help says it once: a flag's default is the preset's or the config file's.
+_PRESET_DEFAULT = ""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,118 +84,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="any setting of the TOML, e.g. model.hidden_size=256 or objectives=['mlm'] "
         "(a TOML value; a bare word is a string); after --config, before the other flags",
     )
-    p.add_argument(
-        "--objective",
-        metavar="LIST",
-        help="comma-separated: mlm,nsp,sop,sso,sbo,wso,rtd; clm (gpt), t5 (t5) or plm "
-        "(xlnet) alone "
-        "(default: the preset's)",
-    )
-    p.add_argument("--max-steps", type=int)
-    p.add_argument("--batch-size", type=int, help="sequences per micro-batch per process")
-    p.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
     p.add_argument("--optim", choices=list(FAMILIES), help="a family's paper's optimizer settings")
-    p.add_argument("--lr", type=float, help="peak learning rate")
+    # One flag for either of two settings: a share of the run (warmup_ratio) or steps.
     p.add_argument(
         "--warmup",
         type=_warmup,
         metavar="SHARE|STEPS",
         help="warm-up as a share of the run (0.06 or 6%%) or in steps (10000)",
     )
-    p.add_argument("--warmup-steps", type=int, help="warm-up in steps (as --warmup 10000)")
-    p.add_argument(
-        "--force-warmup",
-        action="store_true",
-        help="train even if the warm-up lasts the whole run",
-    )
-    p.add_argument("--masking", choices=MASK_KINDS, help="dynamic masking")
-    p.add_argument("--save-every", type=int)
-    p.add_argument("--keep", type=int, help="committed checkpoints to keep")
-    p.add_argument("--log-every", type=int)
-    p.add_argument("--eval-data", metavar="SOURCE", help="held-out shard set")
-    p.add_argument(
-        "--eval-split",
-        type=_share,
-        metavar="SHARE",
-        help="hold out this share of --data for evaluation (0.005 or 0.5%%), never trained on",
-    )
-    p.add_argument("--eval-every", type=int, help="evaluate every N steps (default: at the end)")
-    p.add_argument("--eval-batches", type=int, help="held-out batches per evaluation")
-    p.add_argument("--phase2-data", metavar="SOURCE", help="second phase shards (BERT: length 512)")
-    p.add_argument("--phase2-step", type=int, help="step the second phase starts at")
-    p.add_argument("--phase2-batch-size", type=int)
-    p.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start from these weights: a transformers directory (as cloze export writes), "
-        "a run or a step directory; the architecture is theirs, the optimizer fresh",
-    )
-    p.add_argument("--seed", type=int)
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    p.add_argument(
-        "--precision",
-        choices=list(PRECISIONS),
-        help="auto: bf16 on GPU, fp32 on CPU; fp16 (GPUs without bf16) scales the loss",
-    )
-    p.add_argument("--compile", action="store_true", help="torch.compile the encoders")
-    p.add_argument(
-        "--deterministic",
-        action="store_true",
-        help="deterministic GPU kernels (somewhat slower): a resumed run ends bit-identical "
-        "to an uninterrupted one on a GPU too, as it does on the CPU",
-    )
-    p.add_argument(
-        "--fsdp",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="under torchrun: shard weights, gradients and optimizer state over the "
-        "processes (FSDP) instead of a whole copy per process (DDP)",
-    )
-    p.add_argument(
-        "--unpad",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run the encoder on real tokens only when a batch has padding (default: on)",
-    )
-    p.add_argument(
-        "--grad-checkpointing",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="recompute encoder layers in the backward pass: less memory, ~1/3 more compute",
-    )
-    p.add_argument("--num-workers", type=int, help="loader processes per rank (0: in process)")
-    p.add_argument("--shuffle-buffer", type=int, help="sequences shuffled together per stream")
-    p.add_argument(
-        "--verify-shards",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="check each shard's sha256 before its first use",
-    )
-    p.add_argument(
-        "--on-error",
-        choices=["raise", "skip"],
-        help="a damaged shard stops the run, or is skipped with a warning",
-    )
-    p.add_argument(
-        "--shard-cache",
-        metavar="DIR",
-        help="where remote shards are kept (default $CLOZEWORKS_CACHE or ~/.cache/clozeworks)",
-    )
-    p.add_argument(
-        "--shard-cache-gb",
-        type=float,
-        metavar="GB",
-        help="most disk the shard cache may use (least recently used shards go first)",
-    )
+    for section, cls in FLAGGED:
+        add_settings(
+            p,
+            cls,
+            with_defaults=False,
+            skip=_NOT_FLAGS,
+            section=section,
+            default_said=_PRESET_DEFAULT,
+        )
     trackers = p.add_mutually_exclusive_group()
-    trackers.add_argument(
-        "--report-to",
-        type=_trackers,
-        metavar="LIST",
-        help=f"comma-separated trackers beside metrics.jsonl, from: {', '.join(TRACKERS)}; "
-        "or none (default: tensorboard when installed); each an extra, configured by its own "
-        "environment variables (WANDB_MODE=offline, MLFLOW_TRACKING_URI)",
-    )
+    add_settings(trackers, TrainConfig, with_defaults=False, only=frozenset({"report_to"}))
     trackers.add_argument(
         "--no-tensorboard",
         dest="report_to",
@@ -205,14 +123,6 @@ def _number(text: str, what: str) -> float:
         raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
 
 
-def _share(text: str) -> float:
-    """A share of the data: "0.005" or "0.5%"."""
-    value = _number(text, "a share")
-    if not 0.0 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 50%: {text!r}")
-    return value
-
-
 def _warmup(text: str) -> float | int:
     """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
     value = _number(text, "a share or a step count")
@@ -225,74 +135,52 @@ def _warmup(text: str) -> float | int:
     return int(value) if value >= 1 else value
 
 
-def _warmup_settings(value: float | int | None) -> dict[str, object]:
-    if value is None:
-        return {}
-    if isinstance(value, int):  # steps; a ratio from the preset or --config no longer applies
-        return {"warmup_steps": value, "warmup_ratio": None}
-    return {"warmup_ratio": value}
+def _given(args: argparse.Namespace) -> dict[str, object]:
+    """The settings the flags give, as a config file would: {name: value} and
+    {section: {name: value}}; a warm-up in steps clears a share that the preset or
+    --config set (the share would win)."""
+    changes: dict[str, object] = {}
+    for section, cls in FLAGGED:
+        given = {k: v for k, v in settings_from(args, cls, section).items() if v is not None}
+        if section:
+            if given:
+                changes[section] = given
+        else:
+            changes.update(given)
+    if args.report_to is not None:
+        changes["report_to"] = args.report_to
+    optim = changes.setdefault("optim", {})
+    assert isinstance(optim, dict)
+    if isinstance(args.warmup, float):
+        optim["warmup_ratio"] = args.warmup
+    elif args.warmup is not None:
+        optim["warmup_steps"] = args.warmup
+    if "warmup_steps" in optim:
+        optim["warmup_ratio"] = None
+    if not optim:
+        del changes["optim"]
+    if args.data and is_mixture(args.data):
+        changes["mixture"] = parse_mixture(args.data)
+    return changes
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The preset, then --optim, --config and --set, then the other flags."""
     config = preset(args.preset)
     if args.optim:
         config = merge(config, {"optim": FAMILIES[args.optim].optim.__dict__}, "--optim")
     if args.config:
         config = load_config_file(Path(args.config), config)
     if args.set:
-        config = merge(config, settings_from_pairs(args.set, "--set"), "--set")
-    top = {
-        "max_steps": args.max_steps,
-        "batch_size": args.batch_size,
-        "grad_accum": args.grad_accum,
-        "save_every": args.save_every,
-        "keep": args.keep,
-        "log_every": args.log_every,
-        "seed": args.seed,
-        "init_from": args.init_from,
-        "eval_data": args.eval_data,
-        "eval_split": args.eval_split,
-        "eval_every": args.eval_every,
-        "eval_batches": args.eval_batches,
-        "device": args.device,
-        "precision": args.precision,
-        "compile": args.compile or None,
-        "deterministic": args.deterministic or None,
-        "grad_checkpointing": args.grad_checkpointing,
-        "unpad": args.unpad,
-        "fsdp": args.fsdp,
-        "num_workers": args.num_workers,
-        "shuffle_buffer": args.shuffle_buffer,
-        "verify_shards": args.verify_shards,
-        "on_error": args.on_error,
-        "shard_cache": args.shard_cache,
-        "shard_cache_gb": args.shard_cache_gb,
-        "report_to": args.report_to,
-    }
-    if args.data and is_mixture(args.data):
-        top["mixture"] = parse_mixture(args.data)
-    if args.objective:
-        top["objectives"] = tuple(o.strip() for o in args.objective.split(",") if o.strip())
-    if args.phase2_data or args.phase2_step:
-        if not (args.phase2_data and args.phase2_step):
-            raise UsageError("--phase2-data and --phase2-step go together")
-        top["phase2"] = Phase2Config(args.phase2_data, args.phase2_step, args.phase2_batch_size)
-    sections = {
-        "optim": {
-            "lr": args.lr,
-            "force_warmup": args.force_warmup or None,
-        },
-        "masking": {"kind": args.masking},
-    }
-    changes: dict[str, object] = {k: v for k, v in top.items() if v is not None}
-    warmup = args.warmup if args.warmup is not None else args.warmup_steps
-    for name, values in sections.items():
-        given = {k: v for k, v in values.items() if v is not None}
-        if name == "optim":
-            # Not filtered: steps clear a share that the preset or --config set.
-            given.update(_warmup_settings(warmup))
-        if given:
-            changes[name] = given
+        config = merge(config, pairs_table(args.set, "--set"), "--set")
+    changes = _given(args)
+    phase2 = changes.get("phase2")
+    if (
+        isinstance(phase2, dict)
+        and config.phase2 is None
+        and not {"data", "start_step"} <= set(phase2)
+    ):
+        raise UsageError("--phase2-data and --phase2-step go together")
     return merge(config, changes, COMMAND_LINE)
 
 
@@ -321,12 +209,13 @@ def _fit_to_shards(
             pad_token_id=manifest.special_tokens["pad"],
         ),
     )
-    if manifest.premask is not None and args.masking:
+    masking = getattr(args, "masking.kind")
+    if manifest.premask is not None and masking:
         raise UsageError(
-            f"--masking {args.masking} cannot take effect: {data} is pre-masked "
+            f"--masking {masking} cannot take effect: {data} is pre-masked "
             f"({manifest.premask.kind}) and trains with its stored masks"
         )
-    untouched = config.objectives == preset(args.preset).objectives and not args.objective
+    untouched = config.objectives == preset(args.preset).objectives and not args.objectives
     fitted = with_pair_objective(config, manifest) if untouched else config
     if fitted is not config:
         config = fitted
@@ -386,11 +275,3 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
         line += f"; held-out {name.upper()} accuracy {accuracy:.3f}"
     print(f"{line}; run in {args.output}")
     return 0
-
-
-def _trackers(text: str) -> tuple[str, ...]:
-    """`--report-to`'s list (trainer.tracking.parse_trackers), its error said by argparse."""
-    try:
-        return parse_trackers(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None

@@ -89,5 +89,5 @@ def test_fp16_trains_checkpoints_and_resumes_identically(shards_dir, tmp_path) -
 
 
 def test_fp16_with_fsdp_is_refused() -> None:
-    with pytest.raises(SettingError, match="fp16 with --fsdp"):
+    with pytest.raises(SettingError, match="precision fp16 with fsdp"):
         TrainConfig(precision="fp16", fsdp=True)

@@ -32,9 +32,9 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from clozeworks.corpus.shards.blocks import ShardFormatError
 from clozeworks.corpus.shards.cache import DEFAULT_LIMIT
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import OBJECTIVES, ON_ERROR
+from clozeworks.schemas.kinds import OBJECTIVES, ON_ERROR, OnError
 from clozeworks.schemas.masking import MaskingSettings
-from clozeworks.trainer.config import MAX_EVAL_SPLIT, SHUFFLE_BUFFER
+from clozeworks.trainer.config import MAX_EVAL_SPLIT, SHUFFLE_BUFFER, TrainConfig
 from clozeworks.trainer.data.collate import collate
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
 from clozeworks.trainer.data.objective_specs import check_shards, target_maker
@@ -96,13 +96,13 @@ class ShardDataset:
         manifest: str | Path | None = None,
         objectives: Sequence[str] = ("mlm",),
         verify: bool = False,
-        on_error: str = "raise",
+        on_error: OnError = TrainConfig.on_error,
         streams: int = DEFAULT_STREAMS,
         length_bucketing: bool = False,
         wso_prob: float = WSO_PROB,
         cache_root: str | Path | None = None,
         cache_limit: int = DEFAULT_LIMIT,
-        eval_split: float = 0.0,
+        eval_split: float = TrainConfig.eval_split,
         part: str = "train",
     ) -> None:
         if batch_size < 1:
@@ -170,7 +170,7 @@ class ShardDataset:
 
     def loader(
         self,
-        num_workers: int = 0,
+        num_workers: int = TrainConfig.num_workers,
         mask_device: torch.device | str | None = None,
         pin_memory: bool = False,
         prefetch_factor: int = 2,
@@ -294,7 +294,7 @@ class ShardLoader:
     def __init__(
         self,
         dataset: ShardDataset,
-        num_workers: int = 0,
+        num_workers: int = TrainConfig.num_workers,
         mask_device: torch.device | str | None = None,
         pin_memory: bool = False,
         prefetch_factor: int = 2,

@@ -145,8 +145,8 @@ class EpochReader:
         shards: ShardSet,
         plan: EpochPlan,
         knowledge: Knowledge,
-        verify: bool = False,
-        on_error: str = "raise",
+        verify: bool,
+        on_error: str,
     ) -> None:
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")

@@ -161,7 +161,7 @@ def run_evaluate(
     split: str = "dev",
     spec: TaskSpec | None = None,
     batch_size: int = 128,
-    device: str = "auto",
+    device: str = FinetuneSettings.device,
 ) -> dict[str, Any]:
     """Scores a fine-tuned model on one split of its task's files; adds them to eval.json."""
     if not is_finetuned(model_dir):

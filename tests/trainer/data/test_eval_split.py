@@ -58,7 +58,7 @@ def test_too_small_a_held_out_set_is_named(shards, tmp_path, capsys) -> None:
     assert main(args) == 2
     assert "holds out 1 sequences" in capsys.readouterr().err
     assert main([*args, "--eval-data", str(shards)]) == 2
-    assert "eval_data and eval_split both name a held-out set" in capsys.readouterr().err
+    assert "--eval-data and --eval-split both name a held-out set" in capsys.readouterr().err
 
 
 def evals(run) -> list[dict]:
