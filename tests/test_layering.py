@@ -48,7 +48,7 @@ TRAINER_LAYERS = [
     | {"preempt", "rundir", "fsdp", "precision", "tracking"},
     {"data"},
     {"models.hf", "models.bert"},
-    {"heads"},
+    {"heads", "head_parts"},
     {"models", "pretraining"},
     {"families", "optim"},
     {"objectives", "presets", "datasets"},

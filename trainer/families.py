@@ -21,6 +21,7 @@ from clozeworks.schemas.kinds import FAMILIES as NAMES
 from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES, FamilyName, Objective
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
+from clozeworks.trainer.data.objective_specs import ENCODER_HEADS
 from clozeworks.trainer.data.permutation import XLNET_MASKING
 from clozeworks.trainer.models import albert, bert, electra, gpt, hf, roberta, t5, xlnet
 from clozeworks.trainer.models.bert import Encoder
@@ -75,8 +76,10 @@ def _pretraining(encoder: EncoderBuilder) -> Callable[[TrainConfig], nn.Module]:
     return build
 
 
-_ENCODER_HEADS: frozenset[Objective] = frozenset(("mlm", "sbo", "wso"))
-_WITH_SENTENCES: frozenset[Objective] = _ENCODER_HEADS | frozenset(SENTENCE_OBJECTIVES)
+# What Pretraining trains: every objective with a head part, sentence ones where a family
+# has pairs.
+_WITH_SENTENCES: frozenset[Objective] = frozenset(ENCODER_HEADS)  # type: ignore[arg-type]
+_ENCODER_HEADS = _WITH_SENTENCES - frozenset(SENTENCE_OBJECTIVES)
 
 FAMILIES: dict[str, Family] = {
     "bert": Family(

@@ -23,13 +23,6 @@ from clozeworks.trainer.batch_index import IGNORE_INDEX
 from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.models.bert import padded_vocab
 
-SENTENCE_CLASSES = {"nsp": 2, "sop": 2, "sso": 3}
-# Batch keys the loader names sentence labels with (Hugging Face's names).
-SENTENCE_LABEL_KEYS = {
-    "nsp": "next_sentence_label",
-    "sop": "sentence_order_label",
-    "sso": "sentence_order_label",
-}
 SBO_LEFT, SBO_RIGHT, SBO_OFFSETS = "sbo_left_positions", "sbo_right_positions", "sbo_offsets"
 
 Outputs = dict[str, torch.Tensor]

@@ -5,7 +5,8 @@ Objectives (`TrainConfig.objectives`, `schemas.kinds.Objective`): `mlm`; one sen
 objective `nsp` / `sop` / `sso` (pair shards of that mode); `sbo` (SpanBERT, span masking);
 `wso` (StructBERT's word structure); `rtd` (ELECTRA); and the generative families' own
 `clm`, `t5` and `plm`. What each family may train is its registry entry's
-(trainer/families.py); the heads and losses are in trainer/heads.py.
+(trainer/families.py); each objective's head and loss is its registry entry's head part
+(trainer/data/objective_specs.py, trainer/head_parts.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """An encoder with the heads of the chosen objectives: the pretraining model of BERT,
 RoBERTa and ALBERT (ELECTRA, GPT, T5 and XLNet have their own in trainer/models/).
 
-Its forward takes the loader's batch dict and returns the total `loss` and, per objective
-NAME, `NAME_loss`, `NAME_correct` and `NAME_count`. It reads the host's flat label indices
-and packing (`trainer/batch_index.py`) when the batch carries them, so a training step has
-no shape that the device must report back.
+Each objective's head part (trainer/head_parts.py, named by its registry entry) builds
+the module it keeps and computes its loss. The forward takes the loader's batch dict and
+returns the total `loss` and, per objective NAME, `NAME_loss`, `NAME_correct` and
+`NAME_count`. It reads the host's flat label indices and packing (`trainer/batch_index.py`)
+when the batch carries them, so a training step has no shape that the device must report
+back.
 """
 
 from __future__ import annotations
@@ -14,18 +16,12 @@ from typing import Any
 
 from torch import nn
 
-from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES
-from clozeworks.trainer.batch_index import PACKING, WSO_LABELS, flat_index
+from clozeworks.schemas.kinds import OBJECTIVES
+from clozeworks.trainer.batch_index import PACKING, flat_index
 from clozeworks.trainer.config import ModelConfig
-from clozeworks.trainer.heads import (
-    SENTENCE_CLASSES,
-    SENTENCE_LABEL_KEYS,
-    MLMHead,
-    Outputs,
-    SentenceHead,
-    SpanBoundaryHead,
-    classification,
-)
+from clozeworks.trainer.data.objective_specs import ENCODER_HEADS, OBJECTIVE_SPECS
+from clozeworks.trainer.head_parts import Encoded, HeadPart, resolve
+from clozeworks.trainer.heads import Outputs
 from clozeworks.trainer.models.bert import Encoder, init_weights
 
 
@@ -38,13 +34,20 @@ class Pretraining(nn.Module):
         self.objectives = objectives
         self.encoder = encoder
         word = encoder.embeddings.word
-        self.mlm = MLMHead(config, word)
-        sentence = [o for o in objectives if o in SENTENCE_OBJECTIVES]
+        # In the registry's order, MLM first (every encoder family trains it): the order
+        # the modules are made and initialized in, and the losses summed in.
+        named = [o for o in OBJECTIVES if o == "mlm" or o in objectives]
+        self.parts: list[HeadPart] = [resolve(OBJECTIVE_SPECS[o].head) for o in named]
+        for name in ENCODER_HEADS:  # a head not trained is None (export asks)
+            attribute = resolve(OBJECTIVE_SPECS[name].head).attribute
+            if attribute is not None:
+                setattr(self, attribute, None)
+        for part in self.parts:
+            module = part.build(config, word)
+            if module is not None and part.attribute is not None:
+                setattr(self, part.attribute, module)
+        sentence = [o for o in objectives if OBJECTIVE_SPECS[o].own_mode]
         self.sentence_objective = sentence[0] if sentence else None
-        self.sentence = (
-            SentenceHead(config.hidden_size, SENTENCE_CLASSES[sentence[0]]) if sentence else None
-        )
-        self.sbo = SpanBoundaryHead(config, word) if "sbo" in objectives else None
         self.loss_weights = {o: 1.0 for o in objectives}
         self.apply(partial(init_weights, std=config.initializer_range))
 
@@ -58,19 +61,10 @@ class Pretraining(nn.Module):
         )  # [B, L, H]
         out: Outputs = {}
         index = flat_index(batch, "labels")  # [N]
-        flat = h.flatten(0, 1)  # [B * L, H]
         targets = batch["labels"].flatten().index_select(0, index)  # [N]
-        loss = classification(out, "mlm", self.mlm(flat.index_select(0, index)), targets)
-        if self.sentence is not None and self.sentence_objective is not None:
-            key = SENTENCE_LABEL_KEYS[self.sentence_objective]
-            logits = self.sentence(h)  # [B, C]
-            loss = loss + classification(out, self.sentence_objective, logits, batch[key])
-        if self.sbo is not None:
-            logits = self.sbo(h, index, batch)
-            loss = loss + classification(out, "sbo", logits, targets)
-        if "wso" in self.objectives:
-            shuffled = flat_index(batch, WSO_LABELS)  # [S]
-            wso = batch[WSO_LABELS].flatten().index_select(0, shuffled)
-            loss = loss + classification(out, "wso", self.mlm(flat.index_select(0, shuffled)), wso)
+        x = Encoded(h, h.flatten(0, 1), index, targets, batch)
+        loss = self.parts[0].loss(self, x, out)
+        for part in self.parts[1:]:
+            loss = loss + part.loss(self, x, out)
         out["loss"] = loss
         return out

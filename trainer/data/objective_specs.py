@@ -5,9 +5,10 @@ normalizes each loss by its count over the global batch), which target maker bui
 labels when it makes its own from running text (`clm`, `t5`, `plm`) instead of masking,
 whether its shards must be of its own mode (the sentence objectives), whether it needs
 dynamic masking (`sbo`, `wso` add fields the masker makes), and whether a held-out
-perplexity is reported for it (the language-model losses). Which family trains which
-objective, and the heads, are the family registry's (trainer/families.py,
-trainer/heads.py); the names are `schemas.kinds.Objective`.
+perplexity is reported for it (the language-model losses). An entry also names the
+head part it adds to the encoder-with-heads model (trainer/head_parts.py); which other
+family trains which objective is the family registry's (trainer/families.py). The names
+are `schemas.kinds.Objective`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ def _permutation(shards: Source, tokenizer: Any, sha: str | None, masking: Maski
     return PermutationTargets(tables, masking)
 
 
+# Named, not imported: the heads sit above the data in the trainer's layers.
+_PARTS = "clozeworks.trainer.head_parts"
+
+
 @dataclass(frozen=True)
 class ObjectiveSpec:
     name: str
@@ -81,15 +86,22 @@ class ObjectiveSpec:
     dynamic_masking: bool = False
     # Its loss is a language model's: a held-out perplexity is reported.
     perplexity: bool = False
+    # What it adds to the encoder-with-heads model (BERT, RoBERTa, ALBERT), as
+    # `module:NAME` of a trainer.head_parts.HeadPart: its module, name and loss. Empty: a
+    # family's own model makes its loss (rtd, clm, t5, plm).
+    head: str = ""
 
 
 OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
     spec.name: spec
     for spec in (
-        ObjectiveSpec("mlm", _predicted, perplexity=True),
-        *(ObjectiveSpec(name, _sequences, own_mode=True) for name in SENTENCE_OBJECTIVES),
-        ObjectiveSpec("sbo", _predicted, dynamic_masking=True),
-        ObjectiveSpec("wso", _wso_labels, dynamic_masking=True),
+        ObjectiveSpec("mlm", _predicted, perplexity=True, head=f"{_PARTS}:MLM"),
+        *(
+            ObjectiveSpec(name, _sequences, own_mode=True, head=f"{_PARTS}:{name.upper()}")
+            for name in SENTENCE_OBJECTIVES
+        ),
+        ObjectiveSpec("sbo", _predicted, dynamic_masking=True, head=f"{_PARTS}:SBO"),
+        ObjectiveSpec("wso", _wso_labels, dynamic_masking=True, head=f"{_PARTS}:WSO"),
         ObjectiveSpec("rtd", _real_tokens),
         ObjectiveSpec("clm", _predicted, targets=_causal, perplexity=True),
         ObjectiveSpec("t5", _predicted, targets=_span_corruption, perplexity=True),
@@ -102,6 +114,8 @@ assert tuple(OBJECTIVE_SPECS) == OBJECTIVES, "one entry per schemas.kinds.Object
 OWN_TARGETS = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.targets)
 # Objectives with a held-out perplexity.
 PERPLEXITY = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.perplexity)
+# Objectives the encoder-with-heads model trains (a head part each).
+ENCODER_HEADS = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.head)
 
 
 def objective_counts(batch: Batch, objectives: Sequence[str]) -> list[int]:
