@@ -41,21 +41,17 @@ _POSITIVE = {"bounds": (0.0, math.inf), "open_ends": "both"}
 _SHARE_BELOW_ONE = {"bounds": (0.0, 1.0), "open_ends": "high"}
 
 
-def _share(text: str) -> float:
-    """A share of the data: "0.005" or "0.5%"."""
+def parse_share(text: str, what: str = "a share") -> float:
+    """A share as a number or a percentage: "0.005" or "0.5%" -> 0.005."""
     try:
         return float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise ValueError(f"not a share: {text!r}") from None
+        raise ValueError(f"not {what}: {text!r}") from None
 
 
 def _objectives(text: str) -> tuple[str, ...]:
     """`mlm,nsp` -> ("mlm", "nsp"); each checked against kinds.Objective by the config."""
     return tuple(o.strip() for o in text.split(",") if o.strip())
-
-
-def _trackers(text: str) -> tuple[str, ...]:
-    return parse_trackers(text)
 
 
 @dataclass(frozen=True)
@@ -237,7 +233,7 @@ class TrainConfig:
         0.0,
         "hold out this share of --data for evaluation (0.005 or 0.5%), never trained on",
         metavar="SHARE",
-        parse=_share,
+        parse=parse_share,
         bounds=(0.0, MAX_EVAL_SPLIT),
     )
     eval_every: int = setting(0, "evaluate every N steps (0: at the end)", at_least=0)
@@ -284,7 +280,7 @@ class TrainConfig:
         "extra, configured by its own environment variables (WANDB_MODE=offline, "
         "MLFLOW_TRACKING_URI)",
         metavar="LIST",
-        parse=_trackers,
+        parse=parse_trackers,
     )
 
     def __post_init__(self) -> None:

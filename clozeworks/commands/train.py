@@ -32,6 +32,7 @@ from clozeworks.trainer.config import (
     TrainConfig,
     load_config_file,
     merge,
+    parse_share,
 )
 from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
 from clozeworks.trainer.data.targets import corrupted_lengths
@@ -115,17 +116,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_progress_flag(p, "a progress bar")
 
 
-def _number(text: str, what: str) -> float:
-    """ "0.06" or "6%" -> 0.06."""
-    try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
-
-
 def _warmup(text: str) -> float | int:
     """A share of the run ("0.06", "6%") or a number of steps ("10000")."""
-    value = _number(text, "a share or a step count")
+    try:
+        value = parse_share(text, "a share or a step count")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
     if text.endswith("%"):
         return value
     if value >= 1 and value != int(value):

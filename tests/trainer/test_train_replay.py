@@ -132,12 +132,17 @@ def _drop_flag(argv: list[str], flag: str) -> list[str]:
 
 def test_every_train_command_resolves_as_pinned(tmp_path, capsys) -> None:
     got = {c: _resolved(c, tmp_path, capsys) for c in _commands()}
+    _assert_pinned(got, PINNED)
+
+
+def _assert_pinned(got: dict, path: Path) -> None:
+    """`got` equals what `path` pins, command by command (CLOZEWORKS_PIN=1 pins it)."""
     if os.environ.get("CLOZEWORKS_PIN"):
-        PINNED.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    pinned = json.loads(PINNED.read_text(encoding="utf-8"))
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    pinned = json.loads(path.read_text(encoding="utf-8"))
     assert set(got) == set(pinned), "the commands changed: pin them again"
-    for command, config in got.items():
-        assert config == pinned[command], command
+    for command, outcome in got.items():
+        assert outcome == pinned[command], command
 
 
 # Values no run can use: each is refused with the exit code and line pinned beside the
@@ -184,10 +189,4 @@ def test_every_bad_value_is_refused_as_pinned(tmp_path, capsys) -> None:
     for command in BAD_COMMANDS:
         code = main(["train", *shlex.split(command), "--print-config", "--no-progress"])
         got[command] = [code, capsys.readouterr().err.strip()]
-    path = PINNED.with_name("pinned_train_errors.json")
-    if os.environ.get("CLOZEWORKS_PIN"):
-        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    pinned = json.loads(path.read_text(encoding="utf-8"))
-    assert set(got) == set(pinned), "the commands changed: pin them again"
-    for command, outcome in got.items():
-        assert outcome == pinned[command], command
+    _assert_pinned(got, PINNED.with_name("pinned_train_errors.json"))
