@@ -11,7 +11,7 @@ Sequences are packed to full length from 10 MB of realistic documents (bench/cor
 vocabulary of 8000 trained on them. Each configuration runs `--reps` times, interleaved,
 and the best time of each counts; the table prints ratios from this one run, by wall time
 and by CPU time (this process plus the loader's worker: sequences per CPU second is
-sequences per core). The wwm and span rows are ours with that masking, still against
+sequences per core). The wwm, span and ngram rows are ours with that masking, still against
 HF's token collator.
 """
 
@@ -141,7 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequences", type=int, default=40000, help="at length 128; /4 at 512")
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--tensor-loops",
+        action="store_true",
+        help="span and n-gram masking by the tensor loops, as without numba (for before/after)",
+    )
     args = parser.parse_args(argv)
+    if args.tensor_loops:
+        from clozeworks.corpus.shards import spans_compiled
+
+        spans_compiled.AVAILABLE = False
     torch.set_num_threads(1)
     root = Path(tempfile.mkdtemp(prefix="bench-loader-"))
     try:
@@ -158,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                 "clozeworks loader, 1 worker": ours(shards, 1),
                 "clozeworks loader, in process, wwm": ours(shards, 0, "wwm"),
                 "clozeworks loader, in process, span": ours(shards, 0, "span"),
+                "clozeworks loader, in process, ngram": ours(shards, 0, "ngram"),
             }
             best: dict[str, tuple[float, float]] = {}
             for _ in range(args.reps):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from clozeworks.corpus.shards import spans_compiled
 from clozeworks.corpus.shards.counter_rng import pair_bits, row_bits, to_unit_interval
 
 
@@ -81,22 +82,52 @@ def spanbert_spans(
     cdf: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """([B, L] masked, [B, L] unit ids): SpanBERT's spans until each row's budget is met."""
-    b, length = maskable.shape
+    length = maskable.shape[1]
     dev = maskable.device
-    rows = torch.arange(b, device=dev)
-    steps = torch.arange(cdf.numel(), device=dev)  # [K]
     # Maskable positions first, in order: anchor r of a row is candidates[row, r].
     candidates = torch.sort((~maskable).to(torch.int8), dim=1, stable=True).indices  # [B, L]
     n_maskable = maskable.sum(1)  # [B]
+    # Each step masks a span or rejects an anchor already masked (at most the masked share
+    # of draws); far more steps than any row needs, so the bound never binds in practice.
+    limit = 64 + 8 * length
+    draws = (candidates, n_maskable, budget, anchor_keys, length_keys, cdf, limit)
+    if dev.type == "cpu" and spans_compiled.AVAILABLE:
+        loop = spans_compiled.spanbert_rows(table.index, table.size, table.count, *draws)
+    else:
+        loop = _spanbert_loop(table, *draws)
+    taken, owner, cut_word, cut_len = loop
+    masked, units = _per_position(table, maskable, taken, owner)
+    # The span the budget cut ends inside its last word: that word's first `cut_len` tokens.
+    positions = torch.arange(length, device=dev)
+    in_cut = (table.index == cut_word[:, None]) & maskable
+    head = positions < (table.first.gather(1, cut_word[:, None]) + cut_len[:, None])
+    cut = in_cut & head
+    units = torch.where(cut, owner.gather(1, table.index), units)
+    return masked | cut, units
+
+
+def _spanbert_loop(
+    table: WordTable,
+    candidates: torch.Tensor,
+    n_maskable: torch.Tensor,
+    budget: torch.Tensor,
+    anchor_keys: torch.Tensor,
+    length_keys: torch.Tensor,
+    cdf: torch.Tensor,
+    limit: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SpanBERT's loop in lock-step over the rows: (taken [B, W + 1] per word, owner
+    [B, W + 1] the first word of its span, cut_word [B], cut_len [B])."""
+    b, length = candidates.shape
+    dev = candidates.device
+    rows = torch.arange(b, device=dev)
+    steps = torch.arange(cdf.numel(), device=dev)  # [K]
     taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)  # [B, W + 1]
     owner = torch.zeros(b, length + 1, dtype=torch.int64, device=dev)
     cut_word = torch.full((b,), length, dtype=torch.int64, device=dev)
     cut_len = torch.zeros(b, dtype=torch.int64, device=dev)
     count = torch.zeros(b, dtype=torch.int64, device=dev)
     active = count < budget
-    # Each step masks a span or rejects an anchor already masked (at most the masked share
-    # of draws); far more steps than any row needs, so the bound never binds in practice.
-    limit = 64 + 8 * length
     step = 0
     while step < limit and bool(active.any()):
         u = to_unit_interval(pair_bits(anchor_keys, step))  # [B]
@@ -122,14 +153,7 @@ def spanbert_spans(
         count = count + (fresh * whole).sum(1) + ((room - after + fresh) * part).sum(1)
         active = count < budget
         step += 1
-    masked, units = _per_position(table, maskable, taken, owner)
-    # The span the budget cut ends inside its last word: that word's first `cut_len` tokens.
-    positions = torch.arange(length, device=dev)
-    in_cut = (table.index == cut_word[:, None]) & maskable
-    head = positions < (table.first.gather(1, cut_word[:, None]) + cut_len[:, None])
-    cut = in_cut & head
-    units = torch.where(cut, owner.gather(1, table.index), units)
-    return masked | cut, units
+    return taken, owner, cut_word, cut_len
 
 
 def albert_ngrams(
@@ -150,6 +174,11 @@ def albert_ngrams(
     visit = torch.sort((score << 20) | words, dim=1).values & 0xFFFFF  # [B, W]
     if cdf.numel() == 1:
         return _whole_words(table, maskable, budget, visit)
+    if dev.type == "cpu" and spans_compiled.AVAILABLE:
+        taken, owner = spans_compiled.ngram_rows(
+            table.size, table.count, visit, budget, length_keys, cdf
+        )
+        return _per_position(table, maskable, taken, owner)
     taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)
     owner = torch.zeros(b, length + 1, dtype=torch.int64, device=dev)
     count = torch.zeros(b, dtype=torch.int64, device=dev)
