@@ -11,8 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
+from clozeworks.commands.flags import add_settings
 from clozeworks.trainer.finetune.run import run_evaluate
 from clozeworks.trainer.finetune.tasks import load_task
+from clozeworks.trainer.finetune.train import FinetuneSettings
 
 HELP = "fine-tuned model + task files -> scores (eval.json)"
 BEAM = False
@@ -26,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--task", metavar="TASK", help="glue/NAME or a task .toml (default: the model's)"
     )
     p.add_argument("--batch-size", type=int, default=128, help="examples per forward pass")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
+    add_settings(p, FinetuneSettings, only=frozenset({"device"}))
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:

@@ -37,7 +37,7 @@ from clozeworks.corpus.shards.counter_rng import (
     stream_keys,
     to_unit_interval,
 )
-from clozeworks.corpus.shards.spans import WordTable, albert_ngrams, spanbert_spans
+from clozeworks.corpus.shards.spans import select_words
 from clozeworks.corpus.shards.words import SegmentedWords
 from clozeworks.schemas.masking import MaskingSettings
 
@@ -252,16 +252,11 @@ def mask_tokens(
             found = tables.words.starts(ids.cpu().numpy(), maskable.cpu().numpy())  # [B, L]
             starts = torch.from_numpy(found).to(ids.device)
         word_of = _words(ids, maskable, tables, starts)  # [B, L], < L
-        table = WordTable.build(word_of, maskable)
-        if settings.kind == "span":
-            cdf = _lengths_cdf(settings).to(ids.device)
-            masked, units = spanbert_spans(table, maskable, budget, stream[:, 0], stream[:, 4], cdf)
-        else:
-            # wwm is BERT's loop, which is ALBERT's with n-grams of one word.
-            cdf = _lengths_cdf(settings) if settings.kind == "ngram" else _ONE
-            masked, units = albert_ngrams(
-                table, maskable, budget, stream[:, 0], stream[:, 4], cdf.to(ids.device)
-            )
+        # wwm is BERT's loop, which is ALBERT's with n-grams of one word.
+        cdf = _ONE if settings.kind == "wwm" else _lengths_cdf(settings)
+        span = settings.kind == "span"
+        draws = (stream[:, 0], stream[:, 4], cdf.to(ids.device))
+        masked, units = select_words(span, word_of, maskable, budget, *draws)
 
     # 80/10/10, per token or (span) per run, drawn only where a position is predicted.
     rows, cols = masked.nonzero(as_tuple=True)  # [M]

@@ -7,7 +7,8 @@ took, from trying shorter n-grams when a long one would cross the budget. So the
 are kept, step for step, and run in lock-step over the rows of a batch: step t makes
 every row's t-th draw, with tensors of [B] and [B, K] (K = the longest span or n-gram),
 so a step costs the same for 8 rows or 8,000. Draw t of a row is `pair_bits(key, t)`, a
-function of the sequence's key alone, so a row's masks do not depend on its batch.
+function of the sequence's key alone, so a row's masks do not depend on its batch. On the
+CPU, with numba, `select_words` runs the same loops compiled, row by row (spans_compiled).
 
 State is per word (`taken`): every span covers whole words except the one the budget
 cuts, and that cut ends the row's loop, so a word is either all masked or not touched.
@@ -73,6 +74,39 @@ def _per_position(
     return masked, torch.where(masked, owner.gather(1, table.index), table.index)
 
 
+def select_words(
+    spans: bool,
+    word_of: torch.Tensor,
+    maskable: torch.Tensor,
+    budget: torch.Tensor,
+    order_keys: torch.Tensor,
+    length_keys: torch.Tensor,
+    cdf: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """([B, L] masked, [B, L] unit ids): SpanBERT's spans (`spans`), else ALBERT's n-grams
+    with lengths by `cdf` (one word: BERT's whole words), over the words `word_of` numbers.
+    On the CPU with numba installed the loops run compiled, row by row, with the same masks
+    (`spans_compiled`); elsewhere the lock-step tensor loops below."""
+    if word_of.device.type == "cpu" and spans_compiled.AVAILABLE:
+        if spans:
+            kind = spans_compiled.SPANS
+        else:
+            kind = spans_compiled.WHOLE_WORDS if cdf.numel() == 1 else spans_compiled.NGRAMS
+        limit = span_draw_limit(word_of.shape[1])
+        keys = (order_keys, length_keys)
+        return spans_compiled.select(kind, word_of, maskable, budget, *keys, cdf, limit)
+    table = WordTable.build(word_of, maskable)
+    pick = spanbert_spans if spans else albert_ngrams
+    return pick(table, maskable, budget, order_keys, length_keys, cdf)
+
+
+def span_draw_limit(length: int) -> int:
+    """The most draws SpanBERT's loop makes for a row of `length`: each masks a span or
+    rejects an anchor already masked (at most the masked share of draws), so this is far
+    more than any row needs and never binds in practice."""
+    return 64 + 8 * length
+
+
 def spanbert_spans(
     table: WordTable,
     maskable: torch.Tensor,
@@ -82,52 +116,20 @@ def spanbert_spans(
     cdf: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """([B, L] masked, [B, L] unit ids): SpanBERT's spans until each row's budget is met."""
-    length = maskable.shape[1]
+    b, length = maskable.shape
     dev = maskable.device
+    rows = torch.arange(b, device=dev)
+    steps = torch.arange(cdf.numel(), device=dev)  # [K]
     # Maskable positions first, in order: anchor r of a row is candidates[row, r].
     candidates = torch.sort((~maskable).to(torch.int8), dim=1, stable=True).indices  # [B, L]
     n_maskable = maskable.sum(1)  # [B]
-    # Each step masks a span or rejects an anchor already masked (at most the masked share
-    # of draws); far more steps than any row needs, so the bound never binds in practice.
-    limit = 64 + 8 * length
-    draws = (candidates, n_maskable, budget, anchor_keys, length_keys, cdf, limit)
-    if dev.type == "cpu" and spans_compiled.AVAILABLE:
-        loop = spans_compiled.spanbert_rows(table.index, table.size, table.count, *draws)
-    else:
-        loop = _spanbert_loop(table, *draws)
-    taken, owner, cut_word, cut_len = loop
-    masked, units = _per_position(table, maskable, taken, owner)
-    # The span the budget cut ends inside its last word: that word's first `cut_len` tokens.
-    positions = torch.arange(length, device=dev)
-    in_cut = (table.index == cut_word[:, None]) & maskable
-    head = positions < (table.first.gather(1, cut_word[:, None]) + cut_len[:, None])
-    cut = in_cut & head
-    units = torch.where(cut, owner.gather(1, table.index), units)
-    return masked | cut, units
-
-
-def _spanbert_loop(
-    table: WordTable,
-    candidates: torch.Tensor,
-    n_maskable: torch.Tensor,
-    budget: torch.Tensor,
-    anchor_keys: torch.Tensor,
-    length_keys: torch.Tensor,
-    cdf: torch.Tensor,
-    limit: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """SpanBERT's loop in lock-step over the rows: (taken [B, W + 1] per word, owner
-    [B, W + 1] the first word of its span, cut_word [B], cut_len [B])."""
-    b, length = candidates.shape
-    dev = candidates.device
-    rows = torch.arange(b, device=dev)
-    steps = torch.arange(cdf.numel(), device=dev)  # [K]
     taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)  # [B, W + 1]
     owner = torch.zeros(b, length + 1, dtype=torch.int64, device=dev)
     cut_word = torch.full((b,), length, dtype=torch.int64, device=dev)
     cut_len = torch.zeros(b, dtype=torch.int64, device=dev)
     count = torch.zeros(b, dtype=torch.int64, device=dev)
     active = count < budget
+    limit = span_draw_limit(length)
     step = 0
     while step < limit and bool(active.any()):
         u = to_unit_interval(pair_bits(anchor_keys, step))  # [B]
@@ -153,7 +155,14 @@ def _spanbert_loop(
         count = count + (fresh * whole).sum(1) + ((room - after + fresh) * part).sum(1)
         active = count < budget
         step += 1
-    return taken, owner, cut_word, cut_len
+    masked, units = _per_position(table, maskable, taken, owner)
+    # The span the budget cut ends inside its last word: that word's first `cut_len` tokens.
+    positions = torch.arange(length, device=dev)
+    in_cut = (table.index == cut_word[:, None]) & maskable
+    head = positions < (table.first.gather(1, cut_word[:, None]) + cut_len[:, None])
+    cut = in_cut & head
+    units = torch.where(cut, owner.gather(1, table.index), units)
+    return masked | cut, units
 
 
 def albert_ngrams(
@@ -174,11 +183,6 @@ def albert_ngrams(
     visit = torch.sort((score << 20) | words, dim=1).values & 0xFFFFF  # [B, W]
     if cdf.numel() == 1:
         return _whole_words(table, maskable, budget, visit)
-    if dev.type == "cpu" and spans_compiled.AVAILABLE:
-        taken, owner = spans_compiled.ngram_rows(
-            table.size, table.count, visit, budget, length_keys, cdf
-        )
-        return _per_position(table, maskable, taken, owner)
     taken = torch.zeros(b, length + 1, dtype=torch.bool, device=dev)
     owner = torch.zeros(b, length + 1, dtype=torch.int64, device=dev)
     count = torch.zeros(b, dtype=torch.int64, device=dev)
