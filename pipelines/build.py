@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -24,7 +25,7 @@ from clozeworks.corpus.outputs import check_apart
 from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.vocab.sample import SampleSettings
 from clozeworks.corpus.vocab.train import TOKENIZER_FILE, VocabConfig
-from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
+from clozeworks.pipelines.clean import CleanConfig, CleanSettings, language_warning, run_clean
 from clozeworks.pipelines.dedup import DedupConfig, DedupSettings, run_dedup
 from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
 from clozeworks.pipelines.plumbing.options import pipeline_options
@@ -191,6 +192,9 @@ def run_build(
                 f"clean: {stats['documents_out']} of {stats['documents_in']} documents kept "
                 f"-> {paths.clean}"
             )
+            warning = language_warning(stats)
+            if warning:
+                print(f"clean: {warning}", file=sys.stderr)
 
         dedup = _with_paths(DedupConfig, config.dedup, inputs=[paths.clean], output=paths.docs)
         dedup_settings = _settings(dedup, "inputs", "output")

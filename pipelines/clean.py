@@ -38,6 +38,7 @@ from clozeworks.corpus.text.readers import (
     Rejected,
     is_compressed,
 )
+from clozeworks.corpus.text.scripts import language_of_script, non_latin_script
 from clozeworks.corpus.text.web import DEFAULT_EXTRACTOR, ExtractorName
 from clozeworks.pipelines.input_files import (
     DAMAGED,
@@ -72,6 +73,13 @@ from clozeworks.schemas.stats import StoreStats
 DROPPED = "dropped"
 LANGUAGE_FOUND = "language."
 LANGUAGE_BYTES = "language_bytes."
+# Documents the language-dependent filters judged by English's rules for want of a
+# language, and of those the ones mostly in another script, by script.
+ENGLISH_RULES = "english_rules.documents"
+ENGLISH_RULES_SCRIPT = "english_rules.script."
+# Below this share of such documents the counts are in .stats.json but nothing is said:
+# a few quoted lines of another script do not make a corpus one.
+WARN_SHARE = 0.05
 REJECTS_GLOB = "rejects-*.jsonl.gz"
 REJECTS_MARKER = "rejects.json"
 
@@ -185,6 +193,8 @@ class _CleanDocument(beam.DoFn):
         self.filters = list(filters)
         self.fix = fix
         self.language = language or None
+        # Only these filters' rules depend on the language (filters/languages.py).
+        self.judges_language = any(hasattr(f, "filter_in") for f in self.filters)
         self.kept = counter("documents_out")
         self.bytes_out = counter("bytes_out")
 
@@ -198,6 +208,11 @@ class _CleanDocument(beam.DoFn):
             code = result.language or UNDETERMINED
             counter(f"{LANGUAGE_FOUND}{code}").inc()
             counter(f"{LANGUAGE_BYTES}{code}").inc(utf8_bytes(text))
+            if self.judges_language and result.language is None:
+                counter(ENGLISH_RULES).inc()
+                script = non_latin_script(text)
+                if script is not None:
+                    counter(f"{ENGLISH_RULES_SCRIPT}{script}").inc()
         if result is None or not result.keep:
             reason = "empty_after_normalize" if result is None else str(result.reason)
             counter(f"dropped.{reason}").inc()
@@ -405,6 +420,12 @@ def run_clean(
             for k in list(counts)
             if k.startswith(LANGUAGE_BYTES)
         }
+        scripts = {
+            k.removeprefix(ENGLISH_RULES_SCRIPT): counts.pop(k)
+            for k in list(counts)
+            if k.startswith(ENGLISH_RULES_SCRIPT)
+        }
+        english_rules = _english_rules(counts.pop(ENGLISH_RULES, 0), scripts)
         missing = counts.get("dropped.missing_text", 0)
         if missing and missing == counts["documents_in"]:
             # Not a corpus with bad records: a field name that matches nothing.
@@ -432,6 +453,9 @@ def run_clean(
             # identified (or declared) the documents, their bytes and the settings they got.
             "language": config.language,
             "languages": settings_report(languages, language_bytes),
+            # Documents judged by English's rules for want of a language, those mostly in
+            # another script, and what `clean` said of it (None: nothing to say).
+            "english_rules": english_rules,
             **counts,
         }
         # The record as a reader will take it: a stage whose counts do not add up fails here.
@@ -441,6 +465,31 @@ def run_clean(
             run.commit(rejects_staging, config.rejects, REJECTS_GLOB, REJECTS_MARKER, dropped)
         run.commit(staging, config.output, DOCS_GLOB, STATS_FILE, stats)
     return stats
+
+
+def _english_rules(documents: int, scripts: dict[str, int]) -> dict[str, Any]:
+    """`.stats.json`'s `english_rules`, with the warning `clean` prints when at least
+    WARN_SHARE of the documents judged by English's rules are mostly in another script."""
+    other = sum(scripts.values())
+    warning = None
+    if documents and other >= WARN_SHARE * documents:
+        script, most = max(scripts.items(), key=lambda kv: kv[1])
+        code = language_of_script(script)
+        say = f"--language {code}" if code and most >= 0.9 * other else "--language CODE"
+        warning = (
+            f"{other} of {documents} documents ({other / documents:.0%}) were filtered by "
+            f"English's rules (no --language, no language found) though their letters are "
+            f"mostly not Latin ({', '.join(f'{n} {s}' for s, n in sorted(scripts.items()))}); "
+            f"English's stop-word and word rules drop most such pages. Pass {say}, or add "
+            "the language filter (--filters language,...) for a corpus of several languages"
+        )
+    return {"documents": documents, "not_latin": other, "scripts": scripts, "warning": warning}
+
+
+def language_warning(stats: dict[str, Any]) -> str | None:
+    """What a clean stage's `.stats.json` says about English's rules on another script."""
+    rules = stats.get("english_rules")
+    return rules.get("warning") if isinstance(rules, dict) else None
 
 
 def _input_sizes(files: Sequence[str]) -> list[tuple[str, int]]:

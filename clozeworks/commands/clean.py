@@ -29,7 +29,7 @@ from typing import Any
 from clozeworks.commands import add_progress_flag, progress_wanted
 from clozeworks.commands.flags import add_settings, settings_from
 from clozeworks.corpus.text.filters import FILTERS, filter_params
-from clozeworks.pipelines.clean import CleanConfig, CleanSettings, run_clean
+from clozeworks.pipelines.clean import CleanConfig, CleanSettings, language_warning, run_clean
 
 HELP = "raw files -> clean documents (normalize, filter)"
 BEAM = True
@@ -122,6 +122,9 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
             "(all counted, the first 20 named, in .stats.json)",
             file=sys.stderr,
         )
+    warning = language_warning(stats)
+    if warning:
+        print(f"clean: {warning}", file=sys.stderr)
     for name, count in stats.get("meta_fields", {}).items():
         if not count:
             print(f"--meta-fields: no record read had {name!r}", file=sys.stderr)
