@@ -56,7 +56,7 @@ BAD_FILES = "bad_files"
 # it before the damage are kept).
 OnBadFile = Literal["error", "skip"]
 ON_BAD_FILE: tuple[OnBadFile, ...] = get_args(OnBadFile)
-WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html")
+WHOLE_FILE_FORMATS = ("arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html", "modu")
 # What `datasets.save_to_disk` writes beside its .arrow files: descriptions, not records.
 DATASETS_SIDECARS = ("dataset_info.json", "state.json", "dataset_dict.json")
 # Counter prefix: documents read that had a meta field (clean sums them into .stats.json).

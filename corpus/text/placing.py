@@ -31,6 +31,8 @@ HEAD_BYTES = 4096
 
 # By name, the compression suffix stripped and case ignored: the first that matches.
 _BY_NAME: tuple[tuple[str, str], ...] = (
+    # 모두의 말뭉치: each file named by its collection's code and number (NWRW1800000022).
+    (r"(^|/)[a-z]{4}\d{7,}\.json$", "modu"),
     (r"\.(jsonl|json|ndjson)$", "jsonl"),
     (r"\.parquet$", "parquet"),
     (r"\.arrow$", "arrow"),

@@ -30,6 +30,7 @@ from typing import IO, Literal, cast, get_args
 import zstandard
 
 from clozeworks.corpus.text.fields import meta_of
+from clozeworks.corpus.text.modu import read_modu, require_ijson
 from clozeworks.corpus.text.records import (
     DEFAULT_MAX_RECORD_BYTES,
     RawDocument,
@@ -59,7 +60,18 @@ __all__ = [
 ]
 
 Format = Literal[
-    "jsonl", "parquet", "txt", "arrow", "csv", "tsv", "mediawiki", "warc", "wet", "html"
+    "jsonl",
+    "parquet",
+    "txt",
+    "arrow",
+    "csv",
+    "tsv",
+    "mediawiki",
+    "warc",
+    "wet",
+    "html",
+    "modu",
+    "cc100",
 ]
 FORMATS: tuple[Format, ...] = get_args(Format)
 
@@ -72,12 +84,17 @@ def _web_needs(options: ReadOptions) -> None:
     require_web(options.extractor)
 
 
+def _json_stream_needs(options: ReadOptions) -> None:
+    require_ijson()
+
+
 # What a format needs installed beyond the core (an extra): a check that says which.
 FORMAT_NEEDS: dict[str, Callable[[ReadOptions], None]] = {
     "mediawiki": _wiki_needs,
     "warc": _web_needs,
     "wet": _web_needs,
     "html": _web_needs,
+    "modu": _json_stream_needs,
 }
 # A .txt file is one document, or one per blank-line-separated block.
 DocSep = Literal["file", "blank"]
@@ -157,9 +174,10 @@ def plan_reads(
     Compressed files and whole-file text documents cannot be split. Ranges of a split file
     have `base=None`: their line offsets come from `count_newlines` over the earlier ranges.
     """
-    if fmt not in ("jsonl", "txt"):
-        raise ValueError(f"plan_reads handles jsonl and txt, not {fmt!r}")
-    splittable = not is_compressed(path) and (fmt == "jsonl" or doc_sep == "blank")
+    if fmt not in ("jsonl", "txt", "cc100"):
+        raise ValueError(f"plan_reads handles jsonl, txt and cc100, not {fmt!r}")
+    blocks = fmt == "cc100" or doc_sep == "blank"
+    splittable = not is_compressed(path) and (fmt == "jsonl" or blocks)
     if not splittable or size <= chunk_bytes:
         return [ReadTask(path, fmt)]
     return [ReadTask(path, fmt, s, e, None) for s, e in _byte_ranges(size, chunk_bytes)]
@@ -243,7 +261,8 @@ def read_task(
     options = options.for_source(source)
     if task.fmt == "jsonl":
         return read_jsonl(stream, source, options, task.start, task.end, task.base)
-    if task.fmt == "txt" and options.doc_sep == "blank":
+    # CC-100: a paragraph a line, a blank line after each document.
+    if task.fmt == "cc100" or (task.fmt == "txt" and options.doc_sep == "blank"):
         return read_txt_blocks(stream, source, options, task.start, task.end, task.base)
     if task.fmt == "txt":
         return read_txt_file(stream, source, options)
@@ -259,6 +278,8 @@ def read_task(
         return read_warc(stream, source, options)
     if task.fmt == "html":
         return read_html(stream, source, options)
+    if task.fmt == "modu":
+        return read_modu(stream, source, options)
     if task.fmt in ("csv", "tsv"):
         return read_csv(stream, source, options, "\t" if task.fmt == "tsv" else ",")
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -60,7 +60,7 @@ class ReadOptions:
         )
 
 
-def make_id(source: str, position: int) -> str:
+def make_id(source: str, position: int | str) -> str:
     """Stable id from where a record came from: the same on every rerun of the same input."""
     return f"{source}#{position}"
 

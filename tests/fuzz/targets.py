@@ -111,6 +111,19 @@ def _wiki_seed() -> bytes:
     return f"<mediawiki><siteinfo/>{pages}</mediawiki>".encode()
 
 
+def _modu_seed() -> bytes:
+    """A 모두의 말뭉치 file: a written document, a spoken one and one without text."""
+    paragraph = [{"id": "p1", "form": "봄 축제가 열렸다."}, {"id": "p2", "form": "시민이 모였다."}]
+    utterance = [{"id": "u1", "form": "뭐 했어?", "speaker_id": "1"}]
+    documents = [
+        {"id": "N.1", "metadata": {"title": "기사", "date": "20190301"}, "paragraph": paragraph},
+        {"id": "S.1", "metadata": {"speaker": [{"id": "1"}]}, "utterance": utterance},
+        {"id": "N.2", "metadata": {}, "paragraph": []},
+    ]
+    value = {"id": "N", "metadata": {"title": "말뭉치"}, "document": documents}
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
 def _warc_seed() -> bytes:
     """A warcinfo record, an HTML response and a WET conversion record, uncompressed."""
     html = b"<html lang='en'><body><nav>menu</nav><p>A paragraph of the page.</p></body></html>"
@@ -293,6 +306,10 @@ TARGETS: dict[str, Target] = {
         _records("f.warc.gz", "warc"), lambda: [gzip.compress(_warc_seed(), mtime=0)]
     ),
     "html": Target(_records("f.html", "html"), lambda: [_warc_seed().split(b"\r\n\r\n", 3)[-1]]),
+    "modu": Target(_records("NWRW1800000022.json", "modu"), lambda: [_modu_seed()]),
+    "cc100": Target(
+        _records("ko.txt", "cc100"), lambda: ["첫 문단.\n둘째 문단.\n\n문서.\n".encode()]
+    ),
     **{
         f"jsonl.{suffix}": Target(
             _records(f"f.jsonl.{suffix}", "jsonl"), lambda c=compress: [c(_jsonl_seed())]
