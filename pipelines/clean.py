@@ -96,7 +96,8 @@ class CleanSettings:
     formats: tuple[FormatRule, ...] = setting(
         (),
         "record format of every file (jsonl, parquet, txt, arrow, csv, tsv, mediawiki, warc, "
-        "wet, html, modu: 모두의 말뭉치 JSON, cc100: a blank line after each document), "
+        "wet, html, namuwiki, modu: 모두의 말뭉치 JSON, cc100: a blank line after each "
+        "document), "
         "or per file: rules 'PATTERN:FORMAT' separated by ';', PATTERN matched "
         "as --fields' are (default: by the file's name, else its first bytes)",
         parse=parse_format_rules,

@@ -35,6 +35,7 @@ from clozeworks.corpus.text.readers import (
     decompressing,
     is_compressed,
     parquet_layout,
+    plan_page_ranges,
     plan_parquet_reads,
     plan_reads,
     plan_stream_ranges,
@@ -263,6 +264,8 @@ class _PlanReads(FileSystemsDoFn):
             # A multistream dump (every 100 pages a bz2 stream of its own) is read by
             # ranges: each reads the streams that start in it (corpus/text/wiki.py).
             return plan_stream_ranges(path, _file_size(path), self.chunk_bytes)
+        if fmt == "namuwiki":
+            return plan_page_ranges(path, _file_size(path), self.chunk_bytes)
         if fmt in WHOLE_FILE_FORMATS:
             # Arrow streams and CSV (quoted fields may span lines) are read from the start.
             return [ReadTask(path, fmt)]

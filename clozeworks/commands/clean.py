@@ -4,7 +4,8 @@ Inputs are files, directories (read recursively) or globs, local or on any Beam
 filesystem; .jsonl/.json, .parquet, .arrow (a datasets.save_to_disk directory as it is),
 .csv/.tsv, .txt, MediaWiki dumps (*pages-*.xml, the [wiki] extra: BERT's text passages of
 each article), Common Crawl .warc (HTML responses, main text extracted), .warc.wet and
-.html (the [web] extra), 모두의 말뭉치 JSON files (NWRW1800000022.json: one document
+.html (the [web] extra), NamuWiki dumps (namuwiki*.json: its articles' plain passages),
+모두의 말뭉치 JSON files (NWRW1800000022.json: one document
 each, the [korean] extra), CC-100's text (--format cc100: a paragraph a line, a blank line
 after each document), each optionally .gz, .zst, .bz2 or .xz. Records that cannot be used
 (bad JSON or CSV, bad UTF-8, no text, longer than --max-record-bytes, a WARC response that

@@ -33,6 +33,8 @@ HEAD_BYTES = 4096
 _BY_NAME: tuple[tuple[str, str], ...] = (
     # 모두의 말뭉치: each file named by its collection's code and number (NWRW1800000022).
     (r"(^|/)[a-z]{4}\d{7,}\.json$", "modu"),
+    # NamuWiki's dumps: namuwiki_20210301.json, namuwiki200302.json.
+    (r"(^|/)namuwiki[^/]*\.json$", "namuwiki"),
     (r"\.(jsonl|json|ndjson)$", "jsonl"),
     (r"\.parquet$", "parquet"),
     (r"\.arrow$", "arrow"),

@@ -31,6 +31,7 @@ import zstandard
 
 from clozeworks.corpus.text.fields import meta_of
 from clozeworks.corpus.text.modu import read_modu, require_ijson
+from clozeworks.corpus.text.namuwiki import read_namuwiki
 from clozeworks.corpus.text.records import (
     DEFAULT_MAX_RECORD_BYTES,
     RawDocument,
@@ -72,6 +73,7 @@ Format = Literal[
     "html",
     "modu",
     "cc100",
+    "namuwiki",
 ]
 FORMATS: tuple[Format, ...] = get_args(Format)
 
@@ -194,6 +196,14 @@ def plan_stream_ranges(path: str, size: int, chunk_bytes: int) -> list[ReadTask]
     return [ReadTask(path, "mediawiki", s, e) for s, e in _byte_ranges(size, chunk_bytes)]
 
 
+def plan_page_ranges(path: str, size: int, chunk_bytes: int) -> list[ReadTask]:
+    """ReadTasks of about `chunk_bytes` over an uncompressed NamuWiki dump: each reads the
+    pages that start in its range (corpus/text/namuwiki.py); a compressed one is one task."""
+    if is_compressed(path) or size <= chunk_bytes:
+        return [ReadTask(path, "namuwiki")]
+    return [ReadTask(path, "namuwiki", s, e) for s, e in _byte_ranges(size, chunk_bytes)]
+
+
 def _byte_ranges(size: int, chunk_bytes: int) -> list[tuple[int, int | None]]:
     """[start, end) ranges of `chunk_bytes` over `size` bytes; the last one's end is None
     (to the end of the file)."""
@@ -280,6 +290,8 @@ def read_task(
         return read_html(stream, source, options)
     if task.fmt == "modu":
         return read_modu(stream, source, options)
+    if task.fmt == "namuwiki":
+        return read_namuwiki(stream, source, options, task.start, task.end)
     if task.fmt in ("csv", "tsv"):
         return read_csv(stream, source, options, "\t" if task.fmt == "tsv" else ",")
     raise ValueError(f"unknown input format {task.fmt!r}; expected one of {', '.join(FORMATS)}")

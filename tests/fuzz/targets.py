@@ -124,6 +124,22 @@ def _modu_seed() -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
 
 
+def _namu_seed() -> bytes:
+    """A NamuWiki dump: an article with most of namumark, a redirect, another namespace."""
+    text = (
+        "[목차]\n== 개요 ==\n"
+        "'''서울'''은 [[대한민국]]의 [[수도(도시)|수도]]이다.[* 각주 [[조선]]]\n"
+        '|| 표 || 칸 ||\n * 목록 ~~삭제~~\n{{{#!wiki style="x"\n상자 {{{+1 큰}}}}}}\n'
+        "{{{#!html <b>x</b>}}}\n[[파일:a.png]]\n##주석\n----"
+    )
+    pages = [
+        {"namespace": "0", "title": "서울", "text": text, "contributors": ["a"]},
+        {"namespace": "0", "title": "한양", "text": "#redirect 서울", "contributors": []},
+        {"namespace": "1", "title": "틀:x", "text": "틀", "contributors": []},
+    ]
+    return json.dumps(pages, ensure_ascii=False).encode()
+
+
 def _warc_seed() -> bytes:
     """A warcinfo record, an HTML response and a WET conversion record, uncompressed."""
     html = b"<html lang='en'><body><nav>menu</nav><p>A paragraph of the page.</p></body></html>"
@@ -307,6 +323,7 @@ TARGETS: dict[str, Target] = {
     ),
     "html": Target(_records("f.html", "html"), lambda: [_warc_seed().split(b"\r\n\r\n", 3)[-1]]),
     "modu": Target(_records("NWRW1800000022.json", "modu"), lambda: [_modu_seed()]),
+    "namuwiki": Target(_records("namuwiki_20210301.json", "namuwiki"), lambda: [_namu_seed()]),
     "cc100": Target(
         _records("ko.txt", "cc100"), lambda: ["첫 문단.\n둘째 문단.\n\n문서.\n".encode()]
     ),
