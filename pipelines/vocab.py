@@ -34,6 +34,7 @@ from clozeworks.corpus.vocab.files import (
     replace_dir,
     write_tokenizer_dir,
 )
+from clozeworks.corpus.vocab.morphemes import mark
 from clozeworks.corpus.vocab.sample import SampleRates, SampleSettings
 from clozeworks.corpus.vocab.stats import HeldOutStats, heldout_stats
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer, untrained_tokenizer
@@ -102,6 +103,23 @@ class SampleForVocab(beam.PTransform):
         )
 
 
+class MarkMorphemes(beam.PTransform):
+    """Tables of texts -> the same with MARK at each morpheme boundary inside a word
+    (`corpus.vocab.morphemes`): the analyzer runs on the workers, once per sample text."""
+
+    def __init__(self, analyzer: str) -> None:
+        super().__init__()
+        self.analyzer = analyzer
+
+    def expand(self, tables: Any) -> Any:
+        return tables | "Mark" >> beam.Map(mark_table, self.analyzer)
+
+
+def mark_table(table: Any, analyzer: str) -> Any:
+    texts = [mark(text, analyzer) for text in table.column("text").to_pylist()]
+    return pa.table({"text": pa.array(texts, pa.string())}, schema=TEXTS)
+
+
 class _CharCountsFn(beam.CombineFn):
     def create_accumulator(self) -> CharCounter:
         return CharCounter()
@@ -162,6 +180,17 @@ def _documents(pattern: str) -> Iterator[str]:
                     yield from texts.slice(start, 256).to_pylist()
 
 
+class _Documents:
+    """The sample's texts, read again each time they are iterated (a morpheme WordPiece
+    vocabulary may be trained twice to reach its size)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __iter__(self) -> Iterator[str]:
+        return _documents(self.pattern)
+
+
 def _batches(texts: Iterator[str], size: int = 256) -> Iterator[list[str]]:
     batch: list[str] = []
     for text in texts:
@@ -211,10 +240,11 @@ def run_vocab(
                 with BEAM_FS.open(BEAM_FS.join(staging, CHARS_FILE)) as f:
                     chars = loads(f.read().decode("utf-8"))
             tok = train_tokenizer(
-                _documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
+                _Documents(BEAM_FS.join(staging, f"{SAMPLE_PREFIX}*")),
                 config.vocab,
                 chars,
                 show_progress=progress,
+                marked=True,
             )
             seconds["train"], clock = _lap(clock)
             heldout = _measure(tok, config.vocab, BEAM_FS.join(staging, f"{HELDOUT_PREFIX}*"))
@@ -240,6 +270,7 @@ def run_vocab(
                 store_documents=documents,
             ),
             heldout={"rate": rates.heldout, **measured},
+            pre_tokenize=_pre_tokenize(config.vocab),
             alphabet=None
             if chars is None
             else alphabet_report(
@@ -250,6 +281,10 @@ def run_vocab(
         _write_output(tok, config.vocab, stats, heldout.token_counts(), config.output)
         seconds["write"], clock = _lap(clock)
     return {**stats, "seconds": seconds}
+
+
+def _pre_tokenize(vocab: VocabConfig) -> str:
+    return "morphemes:" + vocab.analyzer if vocab.pre_tokenize == "morphemes" else "words"
 
 
 def _lap(since: float) -> tuple[float, float]:
@@ -281,7 +316,10 @@ class DrawSamples(beam.PTransform):
         tables = pbegin | "Read" >> ReadDocumentTables(self.config.input, ["id", "text"])
         # Training-sample chunks (main) and held-out chunks (tagged).
         parts = tables | "Split" >> SampleForVocab(self.rates)
-        _ = parts.sample | "WriteSample" >> beam.io.WriteToParquetBatched(
+        sample = parts.sample
+        if self.config.vocab.pre_tokenize == "morphemes":
+            sample = sample | "MarkMorphemes" >> MarkMorphemes(self.config.vocab.analyzer)
+        _ = sample | "WriteSample" >> beam.io.WriteToParquetBatched(
             BEAM_FS.join(staging, SAMPLE_PREFIX), schema=TEXTS, file_name_suffix=".parquet"
         )
         _ = parts[HELDOUT] | "WriteHeldOut" >> beam.io.WriteToParquetBatched(
@@ -289,7 +327,7 @@ class DrawSamples(beam.PTransform):
         )
         if self.config.vocab.kind == "wordpiece":
             # {character: count} over the training sample: the WordPiece alphabet's source.
-            counts = parts.sample | "CountChars" >> CountChars()
+            counts = sample | "CountChars" >> CountChars()
             write = _WriteJson(BEAM_FS.join(staging, CHARS_FILE))
             _ = counts | "WriteChars" >> beam.ParDo(write)
 

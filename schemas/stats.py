@@ -161,6 +161,9 @@ class VocabStats:
     # WordPiece: what the alphabet kept of the sample's characters (corpus.vocab.alphabet.
     # alphabet_report); None for the other kinds and for files written before it was kept.
     alphabet: dict[str, Any] | None = None
+    # "morphemes:mecab" when the sample was cut at its morphemes before training (KLUE's
+    # recipe, corpus/vocab/morphemes.py); "words" otherwise (not written then).
+    pre_tokenize: str = "words"
     version: int = VOCAB_STATS_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -173,6 +176,8 @@ class VocabStats:
             "sample": dict(self.sample.__dict__),
             "heldout": dict(self.heldout),
         }
+        if self.pre_tokenize != "words":  # a vocabulary of words reads as it always has
+            out["pre_tokenize"] = self.pre_tokenize
         if self.alphabet is not None:
             out["alphabet"] = dict(self.alphabet)
         return out
@@ -206,5 +211,6 @@ class VocabStats:
             sample=sample,
             heldout={**heldout.data, "rate": rate},
             alphabet=None if alphabet is None else dict(alphabet.data),
+            pre_tokenize=f.get_str("pre_tokenize", "words"),
             version=version,
         )

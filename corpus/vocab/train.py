@@ -18,7 +18,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from clozeworks.corpus.vocab.files import (
     word_start_table,
     write_tokenizer_dir,
 )
+from clozeworks.corpus.vocab.morphemes import MARK, Analyzer, PreTokenize, mark, require_analyzer
 from clozeworks.corpus.vocab.sample import sample_score
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
@@ -126,9 +127,32 @@ class VocabConfig:
         metavar="N",
     )
 
+    # KLUE cut its Korean corpus into morphemes before training; the tokenizer it
+    # released reads raw text (corpus/vocab/morphemes.py).
+    pre_tokenize: PreTokenize = setting(
+        "words",
+        "morphemes: train on Korean cut at its morphemes by --analyzer, so pieces follow "
+        "morpheme boundaries (KLUE's recipe); the tokenizer still reads raw text with no "
+        "analyzer installed; words: the kind's own pre-tokenizer alone",
+    )
+    analyzer: Analyzer = setting(
+        "mecab",
+        "the morphological analyzer of --pre-tokenize morphemes: mecab (MeCab-ko, KLUE's; "
+        "the [mecab] extra) or kiwi (the [kiwi] extra)",
+    )
+
     def __post_init__(self) -> None:
         check_at_least("sentinels", self.sentinels, 0)
         check_choices(self)
+        if self.pre_tokenize == "morphemes":
+            if self.kind == "unigram":
+                # tokenizers' Unigram trainer seeds its pieces from substrings repeated
+                # across distinct words, and morphemes as words leave almost none: 107
+                # pieces of 500 asked on tests/corpus/vocab/test_morphemes.py's texts.
+                raise SettingError(
+                    "pre_tokenize", "morphemes works with wordpiece and bpe, not yet unigram"
+                )
+            require_analyzer(self.analyzer)
         specials = special_tokens_for(self.kind).order
         floor = len(specials) + len(self.extra_special_tokens) + 1
         if self.vocab_size is not None and self.vocab_size < floor:
@@ -224,6 +248,33 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
     return tok
 
 
+def training_pre_tokenizer(config: VocabConfig, standard: Any) -> Any:
+    """The pre-tokenizer the trainer sees: the kind's own, and with morphemes one that
+    also cuts at MARK (kept at the head of a WordPiece continuation, removed otherwise)."""
+    if config.pre_tokenize != "morphemes":
+        return standard
+    if config.kind == "wordpiece":
+        cut = pre_tokenizers.Split(MARK, behavior="merged_with_next")
+        return pre_tokenizers.Sequence([standard, cut])
+    cut = pre_tokenizers.Split(MARK, behavior="removed")
+    # Byte-level BPE: cut before the bytes are mapped (the mark is three of them).
+    steps = [cut, standard] if config.kind == "bpe" else [standard, cut]
+    return pre_tokenizers.Sequence(steps)
+
+
+def from_marks(vocab: Mapping[str, int]) -> dict[str, int]:
+    """A WordPiece vocabulary trained on marked morphemes as BERT's: a piece that starts
+    with MARK is that morpheme as a continuation (`##었`); the mark alone goes, a piece
+    spelled twice keeps its first id, and ids close up in order."""
+    out: dict[str, int] = {}
+    for token, _ in sorted(vocab.items(), key=lambda kv: kv[1]):
+        name = "##" + token[1:] if token.startswith(MARK) else token
+        if MARK in name or name == "##" or name in out:
+            continue
+        out[name] = len(out)
+    return out
+
+
 def new_trainer(
     config: VocabConfig, alphabet: AlphabetPlan | None = None, show_progress: bool = False
 ) -> tk_trainers.Trainer:
@@ -272,27 +323,66 @@ def train_tokenizer(
     char_counts: Mapping[str, int] | None = None,
     show_progress: bool = False,
     length: int | None = None,
+    marked: bool = False,
 ) -> Tokenizer:
-    """Train on `texts`, strings or lists of strings, streamed once.
+    """Train on `texts`, strings or lists of strings, streamed once (with
+    `--pre-tokenize morphemes`, cut at their morphemes here unless `marked` says the
+    analyzer already did: the vocab pipeline marks its sample on the workers).
 
     WordPiece needs the character counts of the texts first: pass `char_counts` (from
     `corpus.vocab.alphabet.char_counts`, or a Beam combine), or texts in a list so they can
     be counted here. BadInputError if the texts hold nothing but whitespace.
     """
     tok = untrained_tokenizer(config)
+    if config.pre_tokenize == "morphemes" and not marked:
+        texts = _marked(texts, config.analyzer)
     plan = None
     if config.kind == "wordpiece":
         if char_counts is None:
             if not isinstance(texts, Sequence):
                 raise ValueError("WordPiece from a one-pass stream needs its char_counts")
             char_counts = count_chars(_flat(texts))
+        if config.pre_tokenize == "morphemes":  # the mark must be in the alphabet
+            char_counts = {**char_counts, MARK: max(char_counts.values(), default=0) + 1}
         plan = plan_alphabet(char_counts, tok, config.limit_alphabet)
         if not plan.alphabet:
             raise BadInputError(NO_TEXT)
     # tokenizers' own bars (indicatif) print blank lines where stderr is no terminal;
     # there the pipeline's plain progress lines say how the run goes.
-    trainer = new_trainer(config, plan, show_progress and sys.stderr.isatty())
+    bars = show_progress and sys.stderr.isatty()
+    out = _train_once(texts, config, plan, config.size, bars, length)
+    # A marked morpheme that is also learned as a continuation (`##었` twice) is one piece
+    # after renaming: texts that can be read again are trained again on as many more.
+    target = config.size
+    for _ in range(_REFILLS):
+        short = config.size - out.get_vocab_size(with_added_tokens=False)
+        if short <= 0 or not _collides(config) or isinstance(texts, Iterator):
+            break
+        target += short
+        out = _train_once(texts, config, plan, target, bars, length)
+    return out
+
+
+# Rounds of retraining to fill a morpheme WordPiece vocabulary to its size.
+_REFILLS = 3
+
+
+def _collides(config: VocabConfig) -> bool:
+    return config.kind == "wordpiece" and config.pre_tokenize == "morphemes"
+
+
+def _train_once(
+    texts: Iterable[Any],
+    config: VocabConfig,
+    plan: AlphabetPlan | None,
+    size: int,
+    bars: bool,
+    length: int | None,
+) -> Tokenizer:
+    tok = untrained_tokenizer(config)
+    trainer = new_trainer(replace(config, vocab_size=size), plan, bars)
     seen = _SeesText(texts)
+    tok.pre_tokenizer = training_pre_tokenizer(config, tok.pre_tokenizer)
     tok.train_from_iterator(seen, trainer=trainer, length=length)
     if not seen.found:
         raise BadInputError(NO_TEXT)
@@ -307,6 +397,8 @@ def train_tokenizer_from_files(
     paths = sorted(files)
     if not any(_file_has_text(p) for p in paths):
         raise BadInputError(NO_TEXT)
+    if config.pre_tokenize == "morphemes":
+        raise UsageError("--pre-tokenize morphemes trains from texts, not from files")
     tok = untrained_tokenizer(config)
     plan = None
     if config.kind == "wordpiece":
@@ -326,6 +418,15 @@ def _lines(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
         with open(path, encoding="utf-8") as f:
             yield from f
+
+
+def _marked(texts: Iterable[Any], analyzer: str) -> Iterable[Any]:
+    """Each text (or batch of texts) with MARK at its morpheme boundaries; a list stays a
+    list, so WordPiece can still count its characters."""
+    one = (
+        (mark(t, analyzer) if isinstance(t, str) else [mark(x, analyzer) for x in t]) for t in texts
+    )
+    return list(one) if isinstance(texts, Sequence) else one
 
 
 def _flat(texts: Iterable[str] | Iterable[list[str]]) -> Iterator[str]:
@@ -355,8 +456,15 @@ def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | No
     """The trained tokenizer in canonical form, with its post-processor. Checks that the
     special tokens got ids 0, 1, 2, ... in their order."""
     out = tok
-    if config.kind != "bpe":  # byte-level BPE comes out of the trainer canonical already
+    morphemes = config.pre_tokenize == "morphemes"
+    # Byte-level BPE comes out of the trainer canonical already.
+    if config.kind != "bpe" or morphemes:
         spec = json.loads(tok.to_str())
+        if morphemes:  # the tokenizer reads raw text: the kind's own pre-tokenizer
+            standard = untrained_tokenizer(config).to_str()
+            spec["pre_tokenizer"] = json.loads(standard)["pre_tokenizer"]
+            if config.kind == "wordpiece":
+                spec["model"]["vocab"] = from_marks(spec["model"]["vocab"])
         if plan is not None and plan.continuations:
             helpers = set(plan.continuations)
             spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]
