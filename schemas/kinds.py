@@ -62,3 +62,6 @@ REPLACEMENTS: tuple[Replacement, ...] = get_args(Replacement)
 # How many positions a sequence's masking budget is (schemas/masking.py says each).
 Budget = Literal["maskable", "reference", "electra"]
 BUDGETS: tuple[Budget, ...] = get_args(Budget)
+# BPE over bytes (GPT-2, RoBERTa: no unknown symbol) or over characters (SentencePiece's
+# BPE: KoGPT2, KoBART; `▁` before each word).
+BpeLevel = Literal["byte", "char"]

@@ -44,6 +44,7 @@ from clozeworks.corpus.vocab.files import (
 from clozeworks.corpus.vocab.morphemes import MARK, Analyzer, PreTokenize, mark, require_analyzer
 from clozeworks.corpus.vocab.sample import sample_score
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
+from clozeworks.schemas.kinds import BpeLevel
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
 from clozeworks.schemas.special_tokens import VocabKind, special_tokens_for
 
@@ -127,6 +128,11 @@ class VocabConfig:
         metavar="N",
     )
 
+    bpe_level: BpeLevel = setting(
+        "byte",
+        "bpe: byte (RoBERTa's byte-level BPE) or char (SentencePiece's BPE over characters, "
+        "`▁` before each word, as KoGPT2 and KoBART: an unseen character is <unk>)",
+    )
     # KLUE cut its Korean corpus into morphemes before training; the tokenizer it
     # released reads raw text (corpus/vocab/morphemes.py).
     pre_tokenize: PreTokenize = setting(
@@ -216,6 +222,19 @@ def wordpiece_normalizer(lowercase: bool) -> normalizers.Normalizer:
     ])  # fmt: skip
 
 
+def sentencepiece_normalizer(lowercase: bool) -> normalizers.Normalizer:
+    """As SentencePiece's nmt_nfkc: NFKC, and any run of whitespace (line breaks, tabs) is
+    one space, none at the ends, so every word starts with "▁"."""
+    steps: list[normalizers.Normalizer] = [
+        normalizers.NFKC(),
+        normalizers.Replace(Regex(r"\s+"), " "),
+        normalizers.Strip(),
+    ]
+    if lowercase:
+        steps.append(normalizers.Lowercase())
+    return normalizers.Sequence(steps)
+
+
 def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
     """The normalizer, pre-tokenizer and decoder BERT / RoBERTa / ALBERT use, no vocabulary."""
     sp = special_tokens_for(config.kind)
@@ -224,6 +243,11 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
         tok.normalizer = wordpiece_normalizer(config.lowercase)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
+    elif config.kind == "bpe" and config.bpe_level == "char":
+        tok = Tokenizer(models.BPE(unk_token=sp.unk))
+        tok.normalizer = sentencepiece_normalizer(config.lowercase)
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
     elif config.kind == "bpe":
         tok = Tokenizer(models.BPE(unk_token=None))
         if config.lowercase:
@@ -233,16 +257,7 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
         tok.decoder = decoders.ByteLevel()
     else:
         tok = Tokenizer(models.Unigram())
-        # As SentencePiece's nmt_nfkc: NFKC, and any run of whitespace (line breaks, tabs)
-        # is one space, none at the ends, so every word starts with "▁".
-        steps: list[normalizers.Normalizer] = [
-            normalizers.NFKC(),
-            normalizers.Replace(Regex(r"\s+"), " "),
-            normalizers.Strip(),
-        ]
-        if config.lowercase:
-            steps.append(normalizers.Lowercase())
-        tok.normalizer = normalizers.Sequence(steps)
+        tok.normalizer = sentencepiece_normalizer(config.lowercase)
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
     return tok
@@ -257,8 +272,9 @@ def training_pre_tokenizer(config: VocabConfig, standard: Any) -> Any:
         cut = pre_tokenizers.Split(MARK, behavior="merged_with_next")
         return pre_tokenizers.Sequence([standard, cut])
     cut = pre_tokenizers.Split(MARK, behavior="removed")
-    # Byte-level BPE: cut before the bytes are mapped (the mark is three of them).
-    steps = [cut, standard] if config.kind == "bpe" else [standard, cut]
+    # Byte-level BPE: cut before the bytes are mapped (the mark is four of them).
+    byte_level = config.kind == "bpe" and config.bpe_level == "byte"
+    steps = [cut, standard] if byte_level else [standard, cut]
     return pre_tokenizers.Sequence(steps)
 
 
@@ -292,6 +308,13 @@ def new_trainer(
             initial_alphabet=list(alphabet.alphabet),
             special_tokens=specials + list(alphabet.continuations),
             continuing_subword_prefix="##",
+            show_progress=show_progress,
+        )
+    if config.kind == "bpe" and config.bpe_level == "char":
+        return tk_trainers.BpeTrainer(
+            vocab_size=config.size,
+            min_frequency=config.min_frequency,
+            special_tokens=specials,
             show_progress=show_progress,
         )
     if config.kind == "bpe":
