@@ -40,3 +40,57 @@ def test_the_readme_korean_corpus_runs_as_written(tmp_path, monkeypatch) -> None
     pieces = tok.encode("언어 모델은 훈련됩니다 The Model", add_special_tokens=False).tokens
     assert not any("\u1100" <= ch <= "\u11ff" for piece in pieces for ch in piece), pieces
     assert "[UNK]" not in pieces and "the" in pieces, pieces
+
+
+@pytest.mark.slow
+def test_rebuild_a_korean_encoder_runs_as_written(tmp_path, monkeypatch, capsys) -> None:
+    """Every command of the README's "Rebuild a Korean encoder", on small files in the
+    formats the corpora are published in; `cloze train` prints the configuration it would
+    run (pretraining a base model is not a test)."""
+    import bz2
+
+    pytest.importorskip("mecab")
+    pytest.importorskip("ijson")
+    pytest.importorskip("mwparserfromhell")
+    from tests.corpus.text.test_wiki import _page, dump
+    from tests.corpus.vocab.test_morphemes import korean
+
+    monkeypatch.chdir(tmp_path)
+    sentences = korean(2400, seed=9)
+    docs = [" ".join(sentences[i : i + 6]) for i in range(0, len(sentences), 6)]  # 400
+    raw = tmp_path / "ko-raw"
+    pages = [_page(i + 1, f"문서 {i}", "\n\n".join(docs[i : i + 2])) for i in range(0, 100, 2)]
+    dump(raw / "kowiki-latest-pages-articles.xml.bz2", pages)
+    namu = [
+        {"namespace": "0", "title": f"나무 {i}", "text": f"== 개요 ==\n'''{d}'''[* 각주]",
+         "contributors": []}
+        for i, d in enumerate(docs[100:200])
+    ]  # fmt: skip
+    (raw / "namuwiki_20210301.json").write_text(json.dumps(namu, ensure_ascii=False), "utf-8")
+    modu = {"id": "NIRW1900000001", "metadata": {}, "document": [
+        {"id": f"NIRW1900000001.{i}", "metadata": {"title": "기사"},
+         "paragraph": [{"form": s} for s in d.split(". ")]}
+        for i, d in enumerate(docs[200:300])
+    ]}  # fmt: skip
+    (raw / "modu").mkdir()
+    (raw / "modu" / "NIRW1900000001.json").write_text(json.dumps(modu, ensure_ascii=False))
+    (raw / "cc100").mkdir()
+    (raw / "cc100" / "ko.txt").write_text("\n\n".join(docs[300:]) + "\n", encoding="utf-8")
+    assert bz2.decompress((raw / "kowiki-latest-pages-articles.xml.bz2").read_bytes())
+
+    ran = cloze_commands("### Rebuild a Korean encoder")
+    assert [c[1] for c in ran].count("train") == 4 and len(ran) == 17
+    small = {"8002": "300", "32000": "400", "51200": "400"}
+    for argv in ran:
+        argv = [small.get(a, a) for a in argv[1:]]
+        if argv[0] == "train":
+            argv.append("--print-config")
+        assert main([*argv, "--no-progress"]) == 0, argv
+    capsys.readouterr()
+    for store, kept in (("wiki", 50), ("namu", 100), ("klue", 200)):
+        stats = json.loads((tmp_path / "ko" / store / ".stats.json").read_text())
+        assert stats["documents_out"] == kept, (store, stats)
+    klue = json.loads((tmp_path / "ko" / "tok-klue" / "vocab_stats.json").read_text())
+    assert klue["pre_tokenize"] == "morphemes:mecab"
+    for name in ("kobert", "albert", "klue", "kogpt2"):
+        assert list((tmp_path / "ko" / f"shards-{name}").glob("*.tar")), name
