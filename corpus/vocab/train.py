@@ -152,9 +152,12 @@ class VocabConfig:
         check_choices(self)
         if self.pre_tokenize == "morphemes":
             if self.kind == "unigram":
-                # tokenizers' Unigram trainer seeds its pieces from substrings repeated
-                # across distinct words, and morphemes as words leave almost none: 107
-                # pieces of 500 asked on tests/corpus/vocab/test_morphemes.py's texts.
+                # A Unigram trainer (tokenizers', and SentencePiece's with its
+                # pretokenization_delimiter alike) seeds its pieces from substrings
+                # repeated across distinct words, however often each word occurs: with
+                # morphemes as the words, a morpheme found inside no other is no piece. On
+                # Debian's Korean man pages, 3,000 pieces asked gave 1,656 and 3.66 tokens
+                # per eojeol, against 3,000 and 1.76 trained on words.
                 raise SettingError(
                     "pre_tokenize", "morphemes works with wordpiece and bpe, not yet unigram"
                 )
