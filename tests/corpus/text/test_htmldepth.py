@@ -54,14 +54,19 @@ def test_generated_markup_agrees(pieces: list[bytes]) -> None:
 
 def test_deep_pages_are_refused_in_near_linear_time() -> None:
     seconds = []
-    for n in (25_000, 100_000, 400_000):
+    for n in (25_000, 400_000):
         body = b"<html><body>" + b"<div>" * n + b"x" + b"</div>" * n + b"</body></html>"
-        start = time.perf_counter()
-        assert too_deep(body)
-        seconds.append(time.perf_counter() - start)
-    # 16x the page in at most 64x the time, under two seconds: quadratic would be 256x.
-    # (Measured on 2 shared cores: 14, 124, 614 ms; past the caches a tag costs 2-3x more.)
-    assert seconds[2] < 64 * max(seconds[0], 1e-3) and seconds[2] < 2.0, seconds
+        # The best of three: one run on a shared machine can lose its core mid-way.
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            assert too_deep(body)
+            runs.append(time.perf_counter() - start)
+        seconds.append(min(runs))
+    # 16x the page in at most 128x the time, under two seconds: quadratic would be 256x.
+    # (Measured on 2 shared cores, one run each: 14 and 614 ms, and 5.6 and 422 ms under
+    # CI's load, 75x: past the caches a tag costs 2-3x more.)
+    assert seconds[1] < 128 * max(seconds[0], 1e-3) and seconds[1] < 2.0, seconds
     assert not too_deep(b"<div>" * MAX_DEPTH + b"</div>" * MAX_DEPTH)
 
 
