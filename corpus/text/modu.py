@@ -21,7 +21,14 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from clozeworks.corpus.text.records import RawDocument, ReadOptions, Rejected, make_id, too_long
+from clozeworks.corpus.text.records import (
+    RawDocument,
+    ReadOptions,
+    Rejected,
+    exceeds,
+    make_id,
+    too_long,
+)
 from clozeworks.schemas.errors import BadInputError, SettingError
 
 # The lists a document's text is in, by collection: written kinds, then spoken ones.
@@ -107,9 +114,7 @@ def _document(doc: Any, source: str, position: int, options: ReadOptions) -> Any
         return Rejected(reason, source, position, f"{doc_id}: {said}")
     if not text:
         return Rejected("empty_text", source, position, doc_id)
-    if len(text) > options.max_record_bytes // 4 and (
-        len(text.encode("utf-8", "surrogatepass")) > options.max_record_bytes
-    ):
+    if exceeds(text, options.max_record_bytes):
         return too_long(source, position, options.max_record_bytes)
     metadata = doc.get("metadata")
     meta = {"document_id": doc_id, **(metadata if isinstance(metadata, dict) else {})}
