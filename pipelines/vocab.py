@@ -271,6 +271,7 @@ def run_vocab(
             ),
             heldout={"rate": rates.heldout, **measured},
             pre_tokenize=_pre_tokenize(config.vocab),
+            hangul=config.vocab.hangul,
             alphabet=None
             if chars is None
             else alphabet_report(

@@ -65,3 +65,6 @@ BUDGETS: tuple[Budget, ...] = get_args(Budget)
 # BPE over bytes (GPT-2, RoBERTa: no unknown symbol) or over characters (SentencePiece's
 # BPE: KoGPT2, KoBART; `▁` before each word).
 BpeLevel = Literal["byte", "char"]
+# Hangul as written (whole syllables) or as KR-BERT's sub-characters: each syllable
+# decomposed into its conjoining jamo before the vocabulary is learned.
+Hangul = Literal["syllables", "jamo"]

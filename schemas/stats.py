@@ -164,6 +164,9 @@ class VocabStats:
     # "morphemes:mecab" when the sample was cut at its morphemes before training (KLUE's
     # recipe, corpus/vocab/morphemes.py); "words" otherwise (not written then).
     pre_tokenize: str = "words"
+    # "jamo" when Hangul was learned as conjoining jamo (corpus/vocab/jamo.py); "syllables"
+    # otherwise (not written then).
+    hangul: str = "syllables"
     version: int = VOCAB_STATS_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -178,6 +181,8 @@ class VocabStats:
         }
         if self.pre_tokenize != "words":  # a vocabulary of words reads as it always has
             out["pre_tokenize"] = self.pre_tokenize
+        if self.hangul != "syllables":
+            out["hangul"] = self.hangul
         if self.alphabet is not None:
             out["alphabet"] = dict(self.alphabet)
         return out
@@ -212,5 +217,6 @@ class VocabStats:
             heldout={**heldout.data, "rate": rate},
             alphabet=None if alphabet is None else dict(alphabet.data),
             pre_tokenize=f.get_str("pre_tokenize", "words"),
+            hangul=f.get_str("hangul", "syllables"),
             version=version,
         )

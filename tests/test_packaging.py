@@ -26,6 +26,7 @@ def test_wheel_holds_every_module_under_clozeworks_alone(tmp_path: Path) -> None
     # A package missing from pyproject's list would be left out of the wheel silently.
     assert expected - names == set()
     assert "clozeworks/py.typed" in names
+    assert "clozeworks/corpus/vocab/jamo.charsmap" in names  # --hangul jamo's table
 
 
 def test_generic_top_level_names_are_not_claimed(tmp_path: Path) -> None:

@@ -79,8 +79,8 @@ def test_rebuild_a_korean_encoder_runs_as_written(tmp_path, monkeypatch, capsys)
     assert bz2.decompress((raw / "kowiki-latest-pages-articles.xml.bz2").read_bytes())
 
     ran = cloze_commands("### Rebuild a Korean encoder")
-    assert [c[1] for c in ran].count("train") == 4 and len(ran) == 17
-    small = {"8002": "300", "32000": "400", "51200": "400"}
+    assert [c[1] for c in ran].count("train") == 5 and len(ran) == 20
+    small = {"8002": "300", "32000": "400", "51200": "400", "12367": "300"}
     for argv in ran:
         argv = [small.get(a, a) for a in argv[1:]]
         if argv[0] == "train":
@@ -92,5 +92,7 @@ def test_rebuild_a_korean_encoder_runs_as_written(tmp_path, monkeypatch, capsys)
         assert stats["documents_out"] == kept, (store, stats)
     klue = json.loads((tmp_path / "ko" / "tok-klue" / "vocab_stats.json").read_text())
     assert klue["pre_tokenize"] == "morphemes:mecab"
-    for name in ("kobert", "albert", "klue", "kogpt2"):
+    krbert = json.loads((tmp_path / "ko" / "tok-krbert" / "vocab_stats.json").read_text())
+    assert krbert["hangul"] == "jamo" and krbert["heldout"]["unk_rate"] == 0
+    for name in ("kobert", "albert", "klue", "krbert", "kogpt2"):
         assert list((tmp_path / "ko" / f"shards-{name}").glob("*.tar")), name

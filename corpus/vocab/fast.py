@@ -55,6 +55,7 @@ from clozeworks.corpus.vocab.proven import (
     Guarded,
     interleave,
     proven_characters,
+    run_forms,
     run_limit,
     unknown_characters,
 )
@@ -502,7 +503,10 @@ def fast_encoder(tok: Tokenizer) -> tuple[str, Guarded | Counted]:
             chars = "".join(c for c in chars if c not in unknown)
         if chars:
             labels = (f"{package_label(name)}{way[len(name) :]}", label)
-            return way, Guarded(chosen, reference, chars, labels, run_limit(tok.get_vocab()))
+            normalize = tok.normalizer.normalize_str if tok.normalizer else str
+            forms = run_forms(normalize, chars)
+            limit = run_limit(tok.get_vocab())
+            return way, Guarded(chosen, reference, chars, labels, limit, forms)
     # Differing ids is what the probes are for and needs no word; a candidate that cannot
     # read the file is said, once per tokenizer and process.
     digest = hashlib.sha256(spec.encode("utf-8")).hexdigest()

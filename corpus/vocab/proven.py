@@ -17,7 +17,9 @@ chosen, and `tokenizers` encodes the rest:
   most that long. That is `LONG_RUN` (1024 characters, at most 3 KB in the Basic
   Multilingual Plane, well below where tokie chunks) for a vocabulary whose longest token
   has fewer than `LONG_TOKEN_BYTES`, else `SHORT_RUN` (64 characters, at most 192 bytes,
-  so no token of 256 bytes can be met);
+  so no token of 256 bytes can be met). Runs are counted as the normalizer leaves them
+  (`run_forms`): a Hangul syllable decomposed into jamo (`--hangul jamo`) is nine bytes,
+  three characters of a run, and a CJK ideograph with spaces put around it ends one;
 - no tab before an apostrophe (the one pattern of ASCII characters where tokie's
   pre-tokenizer differs: tests/corpus/vocab/test_exact.py tries every three ASCII
   characters).
@@ -30,7 +32,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -125,6 +127,25 @@ def character_class(chars: str) -> str:
     return "".join(parts)
 
 
+def run_forms(normalize: Callable[[str], str], chars: str) -> dict[str, str]:
+    """What each of `chars` is to a run once normalized, where that is not one character
+    of at most three bytes: its normalized form with each character as `x`, or as `xx`,
+    `xxx` where it takes more bytes (a syllable as jamo is `xxx`), spaces kept (CJK's
+    spacing), nothing for a character the normalizer removes. Whitespace is left as it is."""
+    out = {}
+    for c in chars:
+        if c.isspace():
+            continue
+        form = "".join(ch if ch.isspace() else "x" * _thirds(ch) for ch in normalize(c))
+        if form != "x":
+            out[c] = form
+    return out
+
+
+def _thirds(ch: str) -> int:
+    return -(-len(ch.encode("utf-8", "surrogatepass")) // 3)
+
+
 def run_limit(vocabulary: Iterable[str]) -> int:
     """The longest run of non-space (or space) characters the fast path takes, for a
     vocabulary (its tokens' text; its longest, in UTF-8, bounds the bytes a token stands
@@ -146,6 +167,7 @@ class Guarded:
         chars: str,
         labels: tuple[str, str],
         longest_run: int = SHORT_RUN,
+        forms: Mapping[str, str] | None = None,
     ) -> None:
         self.fast = fast
         self.reference = reference
@@ -155,6 +177,12 @@ class Guarded:
         # Anchored after a character of the other kind, so each run is scanned once.
         n = longest_run
         self.runs = re.compile(rf"(?<!\S)\S{{{n}}}|(?<!\s)\s{{{n}}}")
+        # Runs are measured on the text as the normalizer makes it (`run_forms`): a run
+        # that can reach `n` that way holds at least `n / widest` characters as written.
+        forms = dict(forms or {})
+        self.forms = {ord(c): f for c, f in forms.items()}
+        widest = max(map(len, forms.values()), default=1)
+        self.maybe = re.compile(rf"\S{{{-(-n // max(widest, 1))}}}") if forms else None
         self.labels = labels
         self.label = labels[1]  # where `tokenizers` is counted, as in `Counted`
         self.counts = dict.fromkeys(labels, 0)
@@ -164,8 +192,15 @@ class Guarded:
         return (
             self.other_char.search(text) is not None
             or _HAZARD.search(text) is not None
-            or (len(text) >= self.longest_run and self.runs.search(text) is not None)
+            or self._long_run(text)
         )
+
+    def _long_run(self, text: str) -> bool:
+        if self.maybe is not None:
+            if self.maybe.search(text) is None:
+                return self.runs.search(text) is not None  # whitespace runs
+            text = text.translate(self.forms)
+        return len(text) >= self.longest_run and self.runs.search(text) is not None
 
     def inside(self, texts: Sequence[str]) -> np.ndarray:
         """Whether each text is inside the proven domain. Characters and hazards are
@@ -174,6 +209,9 @@ class Guarded:
         joined = "\n".join(texts)
         if self.other_char.search(joined) is None and _HAZARD.search(joined) is None:
             n, runs = self.longest_run, self.runs
+            if self.maybe is not None:
+                long_run = self._long_run
+                return np.fromiter((not long_run(t) for t in texts), dtype=bool, count=len(texts))
             return np.fromiter(
                 (len(t) < n or runs.search(t) is None for t in texts),
                 dtype=bool,

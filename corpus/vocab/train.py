@@ -25,6 +25,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import trainers as tk_trainers
 
+from clozeworks.corpus.vocab import jamo
 from clozeworks.corpus.vocab.alphabet import AlphabetPlan, plan_alphabet
 from clozeworks.corpus.vocab.alphabet import char_counts as count_chars
 from clozeworks.corpus.vocab.files import (
@@ -44,7 +45,7 @@ from clozeworks.corpus.vocab.files import (
 from clozeworks.corpus.vocab.morphemes import MARK, Analyzer, PreTokenize, mark, require_analyzer
 from clozeworks.corpus.vocab.sample import sample_score
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
-from clozeworks.schemas.kinds import BpeLevel
+from clozeworks.schemas.kinds import BpeLevel, Hangul
 from clozeworks.schemas.settings import check_at_least, check_choices, setting
 from clozeworks.schemas.special_tokens import VocabKind, special_tokens_for
 
@@ -140,6 +141,12 @@ class VocabConfig:
         "morphemes: train on Korean cut at its morphemes by --analyzer, so pieces follow "
         "morpheme boundaries (KLUE's recipe); the tokenizer still reads raw text with no "
         "analyzer installed; words: the kind's own pre-tokenizer alone",
+    )
+    hangul: Hangul = setting(
+        "syllables",
+        "jamo: learn the vocabulary over Hangul decomposed into conjoining jamo (KR-BERT's "
+        "sub-characters): the tokenizer decomposes each syllable and decodes back to whole "
+        "syllables; syllables: Hangul as written",
     )
     analyzer: Analyzer = setting(
         "mecab",
@@ -263,6 +270,10 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
         tok.normalizer = sentencepiece_normalizer(config.lowercase)
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
+    if config.hangul == "jamo":
+        kept = [tok.normalizer] if tok.normalizer is not None else []
+        tok.normalizer = normalizers.Sequence([*kept, *jamo.decomposing()])
+        tok.decoder = decoders.Sequence([tok.decoder, *jamo.composing()])
     return tok
 
 

@@ -27,6 +27,8 @@ KINDS = {
     "bpe": {"kind": "bpe"},
     "unigram": {"kind": "unigram"},
     "unigram-t5": {"kind": "unigram", "sentinels": 100},
+    "wordpiece-jamo": {"kind": "wordpiece", "hangul": "jamo"},
+    "bpe-jamo": {"kind": "bpe", "hangul": "jamo"},
 }
 # What bench/tokenize/compare.py found, for the candidates installed with the dev extra:
 # tokie reads BPE whole; its normalizers differ from `tokenizers`' (it keeps DEL, it does
@@ -37,6 +39,8 @@ EXPECTED = {
     "bpe": "tokie",
     "unigram": "tokie+split",
     "unigram-t5": "tokie+split",
+    "wordpiece-jamo": "tokie+split",
+    "bpe-jamo": "tokie+split",
 }
 
 
