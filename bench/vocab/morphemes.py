@@ -1,5 +1,5 @@
 """Morpheme-aware vocabularies (issue 54, item 1): Kiwi against MeCab-ko, and WordPiece and
-byte-level BPE trained on words against the same trained on morphemes.
+byte-level BPE and Unigram trained on words against the same trained on morphemes.
 
     python bench/vocab/morphemes.py [--vocab-size 4000]
 
@@ -50,6 +50,8 @@ def analyzers(texts: list[str]) -> dict[str, list[list[int]]]:
 def agreement(tok, texts: list[str], cuts_of: list[list[int]]) -> dict[str, float]:
     on = cuts = bounds = tokens = words = unk = 0
     unk_id = tok.token_to_id("[UNK]")
+    if unk_id is None:
+        unk_id = tok.token_to_id("<unk>")
     for text, found in zip(texts, cuts_of, strict=True):
         enc = tok.encode(text, add_special_tokens=False)
         inside = {
@@ -71,6 +73,7 @@ def agreement(tok, texts: list[str], cuts_of: list[list[int]]) -> dict[str, floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vocab-size", type=int, default=4000)
+    parser.add_argument("--kinds", default="wordpiece,bpe,unigram")
     args = parser.parse_args(argv)
     texts = korean_paragraphs()
     size = sum(len(t.encode()) for t in texts)
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     train = [t for i, t in enumerate(texts) if i % 10]
     print(f"\n{'kind':10} {'trained on':10} {'train s':>8} {'precision':>9} {'recall':>7}"
           f" {'tok/eojeol':>10} {'UNK':>7}")  # fmt: skip
-    for kind in ("wordpiece", "bpe"):
+    for kind in args.kinds.split(","):
         for pre in ("words", "morphemes"):
             config = VocabConfig(kind=kind, vocab_size=args.vocab_size, pre_tokenize=pre)
             start = time.perf_counter()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import trainers as tk_trainers
 
@@ -158,16 +159,6 @@ class VocabConfig:
         check_at_least("sentinels", self.sentinels, 0)
         check_choices(self)
         if self.pre_tokenize == "morphemes":
-            if self.kind == "unigram":
-                # A Unigram trainer (tokenizers', and SentencePiece's with its
-                # pretokenization_delimiter alike) seeds its pieces from substrings
-                # repeated across distinct words, however often each word occurs: with
-                # morphemes as the words, a morpheme found inside no other is no piece. On
-                # Debian's Korean man pages, 3,000 pieces asked gave 1,656 and 3.66 tokens
-                # per eojeol, against 3,000 and 1.76 trained on words.
-                raise SettingError(
-                    "pre_tokenize", "morphemes works with wordpiece and bpe, not yet unigram"
-                )
             require_analyzer(self.analyzer)
         specials = special_tokens_for(self.kind).order
         floor = len(specials) + len(self.extra_special_tokens) + 1
@@ -280,7 +271,8 @@ def untrained_tokenizer(config: VocabConfig) -> Tokenizer:
 def training_pre_tokenizer(config: VocabConfig, standard: Any) -> Any:
     """The pre-tokenizer the trainer sees: the kind's own, and with morphemes one that
     also cuts at MARK (kept at the head of a WordPiece continuation, removed otherwise)."""
-    if config.pre_tokenize != "morphemes":
+    if config.pre_tokenize != "morphemes" or config.kind == "unigram":
+        # Unigram keeps the mark inside its words (`unigram_from_marks` says why).
         return standard
     if config.kind == "wordpiece":
         cut = pre_tokenizers.Split(MARK, behavior="merged_with_next")
@@ -292,17 +284,50 @@ def training_pre_tokenizer(config: VocabConfig, standard: Any) -> Any:
     return pre_tokenizers.Sequence(steps)
 
 
-def from_marks(vocab: Mapping[str, int]) -> dict[str, int]:
+def from_marks(vocab: Mapping[str, int], size: int | None = None) -> dict[str, int]:
     """A WordPiece vocabulary trained on marked morphemes as BERT's: a piece that starts
     with MARK is that morpheme as a continuation (`##었`); the mark alone goes, a piece
-    spelled twice keeps its first id, and ids close up in order."""
+    spelled twice keeps its first id, and ids close up in order, up to `size` (the last
+    merges go first)."""
     out: dict[str, int] = {}
     for token, _ in sorted(vocab.items(), key=lambda kv: kv[1]):
         name = "##" + token[1:] if token.startswith(MARK) else token
         if MARK in name or name == "##" or name in out:
             continue
+        if size is not None and len(out) >= size:
+            break
         out[name] = len(out)
     return out
+
+
+def unigram_from_marks(
+    vocab: Sequence[Sequence[Any]], n_special: int, size: int | None = None
+) -> list[list[Any]]:
+    """A Unigram vocabulary trained on words with MARK at their morpheme boundaries, as one
+    over raw text whose pieces stay inside morphemes.
+
+    A Unigram trainer seeds its pieces only from substrings repeated across distinct
+    words: trained on morphemes as words, a morpheme found inside no other is never a piece
+    (1,656 of 3,000 pieces asked, 3.66 tokens per eojeol against 1.76, on Debian's Korean
+    man pages). So it trains on whole words with the marks in them, and a piece is then
+    taken apart at its marks: each part is a piece (`◆습니다◆.` gives `습니다` and `.`),
+    at least as likely as the whole was, and a part spelled by several pieces is one, their
+    probabilities summed. Past `size`, the least likely pieces of two or more characters
+    go (every character stays a piece)."""
+    specials = [list(p) for p in vocab[:n_special]]
+    merged: dict[str, float] = {}
+    for piece, score in vocab[n_special:]:
+        for name in str(piece).split(MARK):
+            if name:
+                old = merged.get(name)
+                merged[name] = score if old is None else float(np.logaddexp(old, score))
+    pieces = list(merged.items())
+    room = None if size is None else size - len(specials)
+    if room is not None and len(pieces) > room:
+        chars = [p for p in pieces if len(p[0]) == 1]
+        longer = sorted((p for p in pieces if len(p[0]) > 1), key=_by_score_then_text)
+        pieces = chars + longer[: max(room - len(chars), 0)]
+    return specials + [[p, s] for p, s in pieces]
 
 
 def new_trainer(
@@ -388,24 +413,30 @@ def train_tokenizer(
     # there the pipeline's plain progress lines say how the run goes.
     bars = show_progress and sys.stderr.isatty()
     out = _train_once(texts, config, plan, config.size, bars, length)
-    # A marked morpheme that is also learned as a continuation (`##었` twice) is one piece
-    # after renaming: texts that can be read again are trained again on as many more.
-    target = config.size
+    # Renaming marked pieces leaves fewer (WordPiece: `##었` learned twice is one piece;
+    # Unigram: pieces across a boundary go): texts that can be read again are trained again
+    # on proportionally more, and cut back to the size asked.
+    target, before = config.size, 0
     for _ in range(_REFILLS):
-        short = config.size - out.get_vocab_size(with_added_tokens=False)
-        if short <= 0 or not _collides(config) or isinstance(texts, Iterator):
+        got = out.get_vocab_size(with_added_tokens=False)
+        if got >= config.size or got <= before or not _collides(config):
+            break  # full, or the text holds no more pieces
+        if isinstance(texts, Iterator):
             break
-        target += short
-        out = _train_once(texts, config, plan, target, bars, length)
+        before, target = got, math.ceil(target * config.size / max(got, 1) * _MARGIN)
+        trained = _train_once(texts, config, plan, target, bars, length)
+        out = trained if trained.get_vocab_size(with_added_tokens=False) > got else out
     return out
 
 
-# Rounds of retraining to fill a morpheme WordPiece vocabulary to its size.
+# Rounds of retraining to fill a morpheme vocabulary to its size, each on this much more
+# than the last round's yield says is needed (what is over is cut back).
 _REFILLS = 3
+_MARGIN = 1.1
 
 
 def _collides(config: VocabConfig) -> bool:
-    return config.kind == "wordpiece" and config.pre_tokenize == "morphemes"
+    return config.kind in ("wordpiece", "unigram") and config.pre_tokenize == "morphemes"
 
 
 def _train_once(
@@ -501,7 +532,10 @@ def finish_training(tok: Tokenizer, config: VocabConfig, plan: AlphabetPlan | No
             standard = untrained_tokenizer(config).to_str()
             spec["pre_tokenizer"] = json.loads(standard)["pre_tokenizer"]
             if config.kind == "wordpiece":
-                spec["model"]["vocab"] = from_marks(spec["model"]["vocab"])
+                spec["model"]["vocab"] = from_marks(spec["model"]["vocab"], config.size)
+            if config.kind == "unigram":
+                n = len(config.special_tokens)
+                spec["model"]["vocab"] = unigram_from_marks(spec["model"]["vocab"], n, config.size)
         if plan is not None and plan.continuations:
             helpers = set(plan.continuations)
             spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] not in helpers]

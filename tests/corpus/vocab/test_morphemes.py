@@ -17,7 +17,6 @@ from tokenizers import Tokenizer
 from clozeworks.cli import main
 from clozeworks.corpus.vocab.morphemes import MARK, boundaries, mark
 from clozeworks.corpus.vocab.train import VocabConfig, train_tokenizer, untrained_tokenizer
-from clozeworks.schemas.errors import SettingError
 from tests.conftest import write_jsonl
 from tests.env import ROOT, python_path
 
@@ -112,7 +111,10 @@ def _agreement(tok: Tokenizer, texts: list[str]) -> tuple[float, float, int]:
 # How much more of the morpheme boundaries a morpheme vocabulary cuts at than the same
 # kind trained on words, on the held-out texts below. Measured (precision, recall; the
 # words' recall): wordpiece 0.999, 0.983; 0.344. bpe 0.987, 0.973; 0.809.
-RECALL_GAIN = {"wordpiece": 0.5, "bpe": 0.1}
+# unigram 0.583, 0.986; 0.173 (pieces never cross a morpheme: of these texts' few
+# morphemes, 156 pieces in all where 500 were asked).
+RECALL_GAIN = {"wordpiece": 0.5, "bpe": 0.1, "unigram": 0.5}
+PRECISION = {"wordpiece": 0.95, "bpe": 0.95, "unigram": 0.5}
 
 
 @pytest.mark.parametrize("kind", sorted(RECALL_GAIN))
@@ -128,15 +130,21 @@ def test_pieces_follow_morphemes_and_read_raw_text(kind: str) -> None:
     assert spec["pre_tokenizer"] == standard
     precision, recall, cuts = _agreement(tok, held)
     _, recall_plain, _ = _agreement(plain, held)
-    assert cuts > 1000 and precision > 0.95, (precision, cuts)
+    assert cuts > 1000 and precision > PRECISION[kind], (precision, cuts)
     assert recall > 0.95 and recall > recall_plain + RECALL_GAIN[kind], (recall, recall_plain)
+    if kind in ("wordpiece", "unigram"):
+        # Renamed marked pieces that were also learned as continuations are one piece,
+        # Unigram's are taken apart: trained again on more, the vocabulary has the size
+        # asked for, not more.
+        for size in (150, 200) if kind == "wordpiece" else (100, 120):
+            small = train_tokenizer(
+                train, VocabConfig(kind=kind, vocab_size=size, pre_tokenize="morphemes")
+            )
+            assert small.get_vocab_size(with_added_tokens=False) == size, kind
+    if kind == "unigram":
+        assert "습니다" in tok.get_vocab()
+        assert tok.encode("학교에서 먹었습니다").tokens[1:3] == ["▁학교", "에서"]
     if kind == "wordpiece":
-        # Renamed marked pieces that were also learned as continuations are one piece:
-        # trained again on as many more, the vocabulary has the size asked for.
-        small = train_tokenizer(
-            train, VocabConfig(kind=kind, vocab_size=200, pre_tokenize="morphemes")
-        )
-        assert small.get_vocab_size(with_added_tokens=False) == 200
         vocab = tok.get_vocab()
         assert "##습니다" in vocab or "##니다" in vocab
         assert tok.encode("학교에서 먹었습니다").tokens[1] == "학교"
@@ -185,8 +193,3 @@ def test_without_the_analyzer_the_extra_is_named(tmp_path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "pip install 'clozeworks[mecab]'" in done.stderr
-
-
-def test_unigram_says_it_cannot_yet() -> None:
-    with pytest.raises(SettingError, match="wordpiece and bpe"):
-        VocabConfig(kind="unigram", pre_tokenize="morphemes")
