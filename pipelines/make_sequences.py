@@ -59,7 +59,8 @@ class _FromDocuments(beam.DoFn):
 
     def setup(self) -> None:
         tok = Tokenizer.from_str(self.tokenizer_json)
-        self.encoder = DocumentEncoder(tok, self.recipe.shard.text_language)
+        shard = self.recipe.shard
+        self.encoder = DocumentEncoder(tok, shard.text_language, shard.sentence_splitter)
 
     def process(self, rows: tuple[list[str], list[str]]) -> Iterator[Any]:
         assert self.encoder is not None

@@ -68,3 +68,6 @@ BpeLevel = Literal["byte", "char"]
 # Hangul as written (whole syllables) or as KR-BERT's sub-characters: each syllable
 # decomposed into its conjoining jamo before the vocabulary is learned.
 Hangul = Literal["syllables", "jamo"]
+# Where sentences end: sentencex's rules (about 300 languages; a sentence needs its stop)
+# or kss's (Korean: MeCab-ko's analysis finds sentence-final endings without a full stop).
+SentenceSplitter = Literal["sentencex", "kss"]

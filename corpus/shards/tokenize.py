@@ -148,9 +148,12 @@ class DocumentEncoder:
     exact encoder per batch (corpus/vocab/fast.py; `tokenizers`' `encode_batch_fast`,
     documents marked and joined, where no faster one gives its ids). Built once per worker."""
 
-    def __init__(self, tok: Tokenizer, language: str = DEFAULT_LANGUAGE) -> None:
+    def __init__(
+        self, tok: Tokenizer, language: str = DEFAULT_LANGUAGE, splitter: str = "sentencex"
+    ) -> None:
         self.tok = _without_truncation(tok)
         self.language = language
+        self.splitter = splitter
         # A faster encoder with the same ids (fast.py) encodes sentence by sentence; the
         # marked joining below only pays with `tokenizers`' own.
         self.encoder, self._flat = fast_encoder(self.tok)
@@ -181,7 +184,7 @@ class DocumentEncoder:
         that ignore sentence boundaries). Sentences that encode to no token are dropped."""
         if not split:
             return self._by_sentence([[text] if text.strip() else [] for text in texts])
-        sentences = [split_sentences(text, self.language) for text in texts]
+        sentences = [split_sentences(text, self.language, self.splitter) for text in texts]
         batch = None
         if self.marked is not None and not any(SENTENCE_MARK in text for text in texts):
             batch = _encode_marked(self.marked, self.mark_id, sentences)

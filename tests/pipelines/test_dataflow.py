@@ -193,7 +193,18 @@ def test_the_worker_requirements_are_the_launchers() -> None:
     names = {re.split(r"[<>=\[ ]", d)[0].lower() for d in project["dependencies"]}
     names |= {
         re.split(r"[<>=\[ ]", d)[0].lower()
-        for x in ("lang", "ftfy", "wiki", "web", "cjk", "languages", "fast", "korean", "mecab")
+        for x in (
+            "lang",
+            "ftfy",
+            "wiki",
+            "web",
+            "cjk",
+            "languages",
+            "fast",
+            "korean",
+            "mecab",
+            "kss",
+        )
         for d in project["optional-dependencies"][x]
     }
     workers, tested = _pins(ROOT / "requirements-dataflow.txt"), _pins(ROOT / "constraints.txt")
