@@ -1,4 +1,5 @@
-"""Examples of a task's split, from TSV (GLUE: tab-separated, no quoting), CSV or JSON lines.
+"""Examples of a task's split, from TSV (GLUE: tab-separated, no quoting), CSV, JSON lines
+or a JSON array of objects (KLUE's files; a field may be a dotted path into an object).
 
 A row that cannot be an example (too few columns, an empty text, a label outside the task's
 set, a score that is not a number) is an error naming the file and line, or, for a task
@@ -44,6 +45,16 @@ class _BadRow(Exception):
 
 def _rows(spec: TaskSpec, path: Path) -> Iterator[tuple[int, Any]]:
     """(1-based line, row): a dict for jsonl, else a list (with the header's names kept)."""
+    if spec.format == "json":
+        try:
+            records = loads(path.read_bytes().decode("utf-8"))
+        except json.JSONDecodeError as err:
+            raise BadInputError(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+        if not isinstance(records, list):
+            raise BadInputError(f"{path}: not a JSON array of examples")
+        for number, record in enumerate(records, start=1):
+            yield number, record if isinstance(record, dict) else _BadRow("not an object")
+        return
     with path.open(encoding="utf-8", newline="") as f:
         if spec.format == "jsonl":
             for number, line in enumerate(f, start=1):
@@ -76,9 +87,12 @@ def _column(header: dict[str, int], column: str | int) -> int:
 
 def _value(row: Any, key: str | int, index: int | None) -> str:
     if isinstance(row, dict):
-        if key not in row or row[key] is None:
-            raise _BadRow(f"no field {key!r}")
-        return str(row[key])
+        value: Any = row
+        for part in str(key).split(".") if key not in row else [key]:
+            if not isinstance(value, dict) or value.get(part) is None:
+                raise _BadRow(f"no field {key!r}")
+            value = value[part]
+        return str(value)
     assert index is not None
     if index >= len(row):
         raise _BadRow(f"{len(row)} columns, column {index} wanted")
@@ -93,7 +107,7 @@ def read_examples(spec: TaskSpec, data: Path, split: str) -> Examples:
     labels = {label: i for i, label in enumerate(spec.labels)}
     keys = [spec.text_a, spec.text_b, spec.label]
     indices = [c if isinstance(c, int) else None for c in keys]
-    header_seen = spec.format == "jsonl" or not spec.header
+    header_seen = spec.format in ("jsonl", "json") or not spec.header
     try:
         for number, row in _rows(spec, path):
             if not header_seen:
@@ -115,7 +129,8 @@ def read_examples(spec: TaskSpec, data: Path, split: str) -> Examples:
                 if spec.bad_rows == "skip":
                     out.skipped += 1
                     continue
-                raise BadInputError(f"{path}:{number}: {err}") from None
+                where = f"{path}: record {number}" if spec.format == "json" else f"{path}:{number}"
+                raise BadInputError(f"{where}: {err}") from None
     except UnicodeDecodeError as err:
         raise BadInputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except csv.Error as err:

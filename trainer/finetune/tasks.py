@@ -6,7 +6,7 @@ and transformers' `glue.py` processors define them) or read from a TOML file:
 
     name = "reviews"
     shape = "single"            # single | pair | regression (of one text, or of a pair) | tokens
-    format = "jsonl"            # jsonl | csv | tsv | conll (tokens: a word per line, columns)
+    format = "jsonl"            # jsonl | json | csv | tsv | conll (tokens: a word per line)
     text_a = "review"           # a column name (or a 0-based index for files without header)
     label = "stars"
     labels = ["1", "2", "3", "4", "5"]
@@ -26,7 +26,9 @@ from typing import Any
 from clozeworks.schemas.errors import BadInputError, UsageError
 
 SHAPES = ("single", "pair", "regression", "tokens", "qa")
-FORMATS = ("tsv", "csv", "jsonl", "conll", "squad")
+# json: one JSON array of objects (KLUE's files); a field may be a dotted path
+# ("labels.real-label").
+FORMATS = ("tsv", "csv", "jsonl", "json", "conll", "squad")
 METRICS = (
     "accuracy",
     "f1",
@@ -36,7 +38,13 @@ METRICS = (
     "spearman",
     "entity_f1",
     "exact_match",
+    "klue_macro_f1",
+    "klue_sts_f1",
 )
+# The metrics of a regression task (the others are of classification or their shape's).
+REGRESSION_METRICS = ("pearson", "spearman", "klue_sts_f1")
+CLASSIFICATION_METRICS = ("accuracy", "f1", "f1_macro", "matthews", "klue_macro_f1")
+RECORD_FORMATS = ("jsonl", "json")
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,18 @@ class TaskSpec:
             raise UsageError(f"{where}: conll columns are 0-based indices (-1: the last)")
         if ("entity_f1" in self.metrics) != (self.shape == "tokens"):
             raise UsageError(f"{where}: entity_f1 is the metric of token tasks")
+        allowed = {"regression": REGRESSION_METRICS, "single": CLASSIFICATION_METRICS,
+                   "pair": CLASSIFICATION_METRICS}.get(self.shape)  # fmt: skip
+        if allowed is not None and any(m not in allowed for m in self.metrics):
+            raise UsageError(f"{where}: a {self.shape} task's metrics are {', '.join(allowed)}")
         if self.bad_rows not in ("raise", "skip"):
             raise UsageError(f"{where}: bad_rows must be 'raise' or 'skip'")
-        if self.format == "jsonl" and any(
+        if self.format in RECORD_FORMATS and any(
             isinstance(c, int) for c in (self.text_a, self.text_b, self.label)
         ):
-            raise UsageError(f"{where}: jsonl columns are field names, not indices")
+            raise UsageError(f"{where}: {self.format} columns are field names, not indices")
         names = [c for c in (self.text_a, self.text_b, self.label) if isinstance(c, str)]
-        if self.format != "jsonl" and not self.header and names:
+        if self.format not in RECORD_FORMATS and not self.header and names:
             raise UsageError(f"{where}: without a header, columns are 0-based indices")
 
     @property
@@ -154,6 +166,26 @@ def _glue(
     return TaskSpec(f"glue/{name}", shape, "tsv", a, label, b, labels, metrics, files, **kw)
 
 
+def _klue() -> tuple[TaskSpec, ...]:
+    """KLUE's tasks of the shapes above, reading its released JSON files (v1.1) with the
+    fields, label orders and metrics of its baseline (klue_baseline/data, metrics)."""
+    files = "klue-{}-v1.1_{}.json"
+
+    def splits(stem: str) -> dict[str, str]:
+        return {split: files.format(stem, split) for split in ("train", "dev")}
+
+    ynat = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")
+    return (
+        TaskSpec("klue/ynat", "single", "json", "title", "label", None, ynat,
+                 ("klue_macro_f1",), {s: f"ynat-v1.1_{s}.json" for s in ("train", "dev")}),
+        TaskSpec("klue/nli", "pair", "json", "premise", "gold_label", "hypothesis",
+                 ("entailment", "contradiction", "neutral"), ("accuracy",),
+                 splits("nli")),
+        TaskSpec("klue/sts", "regression", "json", "sentence1", "labels.real-label",
+                 "sentence2", (), ("pearson", "klue_sts_f1"), splits("sts")),
+    )  # fmt: skip
+
+
 _ENTAIL = ("entailment", "not_entailment")
 _NLI = ("contradiction", "entailment", "neutral")
 BUILTIN: dict[str, TaskSpec] = {
@@ -198,6 +230,7 @@ BUILTIN: dict[str, TaskSpec] = {
             files={"train": "train.txt", "dev": "valid.txt", "test": "test.txt"},
             header=False,
         ),
+        *_klue(),
         # SQuAD's JSON as released; F1 first, as BERT reports and picks by it.
         *(
             TaskSpec(

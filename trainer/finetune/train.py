@@ -24,7 +24,7 @@ from torch import nn
 from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import SettingError
 from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_at_least, check_choices, setting
-from clozeworks.trainer.finetune import metrics
+from clozeworks.trainer.finetune import klue_metrics, metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
 from clozeworks.trainer.finetune.qa import qa_scores
@@ -229,25 +229,56 @@ def score(spec: TaskSpec, outputs: list[np.ndarray], data: Encoded) -> dict[str,
         return qa_scores(spec, outputs, data)
     logits = np.stack(outputs)  # [N, C]
     labels = data.labels
-    out: dict[str, float] = {}
     if spec.shape == "regression":
         predicted = logits[:, 0]
-        for name in spec.metrics:
-            fn: Callable[..., float] = getattr(metrics, name)
-            out[name] = 100.0 * fn(predicted, labels)
-        return out
+        return {name: REGRESSION[name](predicted, labels) for name in spec.metrics}
     classes = logits.argmax(axis=1)
     gold = labels.astype(np.int64)
-    for name in spec.metrics:
-        if name == "f1":
-            out[name] = 100.0 * metrics.f1_binary(classes, gold)
-        elif name == "f1_macro":
-            out[name] = 100.0 * float(
-                np.mean([metrics.f1_binary(classes, gold, c) for c in range(len(spec.labels))])
-            )
-        else:
-            out[name] = 100.0 * getattr(metrics, name)(classes, gold)
-    return out
+    return {name: CLASSIFICATION[name](classes, gold, len(spec.labels)) for name in spec.metrics}
+
+
+def _f1(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+    return 100.0 * metrics.f1_binary(classes, gold)
+
+
+def _f1_macro(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+    """The mean F1 over every class of the task's label set."""
+    return 100.0 * float(np.mean([metrics.f1_binary(classes, gold, c) for c in range(n)]))
+
+
+def _accuracy(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+    return 100.0 * metrics.accuracy(classes, gold)
+
+
+def _matthews(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+    return 100.0 * metrics.matthews(classes, gold)
+
+
+def _klue_macro_f1(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+    return klue_metrics.ynat_macro_f1(classes, gold)
+
+
+def _pearson(predicted: np.ndarray, gold: np.ndarray) -> float:
+    return 100.0 * metrics.pearson(predicted, gold)
+
+
+def _spearman(predicted: np.ndarray, gold: np.ndarray) -> float:
+    return 100.0 * metrics.spearman(predicted, gold)
+
+
+# Each metric of a task, in percent, by name (tasks.py lists which shape takes which).
+CLASSIFICATION: dict[str, Callable[[np.ndarray, np.ndarray, int], float]] = {
+    "accuracy": _accuracy,
+    "f1": _f1,
+    "f1_macro": _f1_macro,
+    "matthews": _matthews,
+    "klue_macro_f1": _klue_macro_f1,
+}
+REGRESSION: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "pearson": _pearson,
+    "spearman": _spearman,
+    "klue_sts_f1": klue_metrics.sts_f1,
+}
 
 
 @dataclass

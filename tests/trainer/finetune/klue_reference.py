@@ -40,7 +40,9 @@ def rouge_w_score_for_klue_mrc(pred: str, label: str, beta: int = 1) -> float:
         return float(pred == label)
 
     matcher = SequenceMatcher(None, pred, label)
-    longest_common_consecutive_sequence_length = matcher.find_longest_match(0, len(pred), 0, len(label)).size
+    longest_common_consecutive_sequence_length = matcher.find_longest_match(
+        0, len(pred), 0, len(label)
+    ).size
 
     precision = longest_common_consecutive_sequence_length / len(pred) if len(pred) else 0.0
     recall = longest_common_consecutive_sequence_length / len(label) if len(label) else 0.0
@@ -48,7 +50,7 @@ def rouge_w_score_for_klue_mrc(pred: str, label: str, beta: int = 1) -> float:
     if precision + recall == 0.0:
         return 0.0
 
-    return (1 + beta ** 2) * (precision * recall) / (beta ** 2 * precision + recall)
+    return (1 + beta**2) * (precision * recall) / (beta**2 * precision + recall)
 
 
 def compute_em_and_rouge_w_score_for_klue_mrc(pred: str, labels: List[str]) -> Tuple[float, float]:
@@ -95,7 +97,9 @@ def klue_ner_entity_macro_f1(preds: np.ndarray, labels: np.ndarray, label_list: 
     for label in labels:
         labels_label.append(label_list[label])
 
-    entity_macro_f1 = ner_f1_score([labels_label], [preds_label], average="macro", mode="strict", scheme=IOB2)
+    entity_macro_f1 = ner_f1_score(
+        [labels_label], [preds_label], average="macro", mode="strict", scheme=IOB2
+    )
     return entity_macro_f1 * 100.0
 
 
@@ -104,7 +108,12 @@ def klue_ner_char_macro_f1(preds: np.ndarray, labels: np.ndarray, label_list: Li
     label_indices = list(range(len(label_list)))
     preds = np.array(preds).flatten().tolist()
     trues = np.array(labels).flatten().tolist()
-    return sklearn.metrics.f1_score(trues, preds, labels=label_indices, average="macro", zero_division=True) * 100.0
+    return (
+        sklearn.metrics.f1_score(
+            trues, preds, labels=label_indices, average="macro", zero_division=True
+        )
+        * 100.0
+    )
 
 
 def klue_re_micro_f1(preds: np.ndarray, labels: np.ndarray, label_list: List[str]) -> Any:
