@@ -48,7 +48,7 @@ from clozeworks.pipelines.read_store import (
     read_store_stats,
     store_totals,
 )
-from clozeworks.schemas.errors import BadInputError, SettingError
+from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.special_tokens import special_tokens_for
 from clozeworks.schemas.stats import SampleFigures, VocabStats
 from clozeworks.schemas.validate import loads
@@ -213,12 +213,7 @@ def run_vocab(
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     with StageRun(beam_argv, progress, "vocab") as run:
-        if run.remote_workers and _is_local(config.output):
-            raise SettingError(
-                "output",
-                "is on this machine, and the runner's workers write the sample beside it: "
-                "it must be on a shared filesystem (gs://, s3://, ...)",
-            )
+        run.require_shared("output", config.output)  # the workers write the sample there
         documents, text_bytes = store_totals(config.input)
         if documents == 0:
             raise BadInputError(f"{config.input}: the document store holds no documents")

@@ -23,12 +23,17 @@ from clozeworks.schemas.errors import BadInputError, StoreError
 
 def _store_exceptions() -> tuple[type[Exception], ...]:
     """What Beam's object-store clients raise once their retries are spent, beside OSError
-    (BeamIOError is one): S3's client errors carry the HTTP status."""
+    (BeamIOError is one): S3's client errors and Google's API errors (GCS) carry the HTTP
+    status."""
     found: list[type[Exception]] = []
     with contextlib.suppress(ImportError):
         from apache_beam.io.aws.clients.s3.messages import S3ClientError
 
         found.append(S3ClientError)
+    with contextlib.suppress(ImportError):
+        from google.api_core.exceptions import GoogleAPICallError
+
+        found.append(GoogleAPICallError)
     return tuple(found)
 
 

@@ -21,8 +21,10 @@ from types import TracebackType
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     DebugOptions,
+    GoogleCloudOptions,
     StandardOptions,
     TestOptions,
 )
@@ -34,7 +36,7 @@ from clozeworks.pipelines.plumbing.options import is_local, pipeline_options, sh
 from clozeworks.pipelines.plumbing.progress import Bar, pipeline_progress
 from clozeworks.pipelines.plumbing.runner import run_pipeline
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
-from clozeworks.schemas.errors import DryRun
+from clozeworks.schemas.errors import DryRun, SettingError
 
 # Runners whose workers run on machines of their own.
 REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
@@ -50,7 +52,12 @@ class StageRun:
         # Workers on other machines (Dataflow's) cannot reach this machine's disk; a job
         # server and worker pool here, or any local runner, can.
         runner = str(self.options.view_as(StandardOptions).runner or "")
-        self.remote_workers = runner.rsplit(".", 1)[-1] in REMOTE_RUNNERS
+        self.runner = runner.rsplit(".", 1)[-1]
+        self.remote_workers = self.runner in REMOTE_RUNNERS
+        if self.remote_workers:
+            cloud = self.options.view_as(GoogleCloudOptions)
+            for flag in ("temp_location", "staging_location"):
+                self.require_shared(flag, getattr(cloud, flag))
         self.show_progress = progress and self.local
         self.counters: dict[str, int] = {}
         self._staged: list[str] = []
@@ -73,8 +80,20 @@ class StageRun:
             for lock in reversed(self._locks.values()):
                 lock.release()
 
+    def require_shared(self, name: str, path: str | None) -> None:
+        """SettingError if the runner's workers run on machines of their own and `path` is
+        on this one: each worker would write to its own disk, and the output be lost."""
+        if self.remote_workers and path and FileSystems.get_scheme(path) in (None, "file"):
+            raise SettingError(
+                name,
+                f"{path} is on this machine, which {self.runner}'s workers cannot reach: "
+                "it must be on a shared filesystem (gs://, s3://, ...)",
+            )
+
     def lock(self, output: str) -> None:
-        """Hold `output`'s lock until the run ends (OutputInUse if another run has it)."""
+        """Hold `output`'s lock until the run ends (OutputInUse if another run has it); an
+        output the workers could not reach is refused first (`require_shared`)."""
+        self.require_shared("output", output)
         if output not in self._locks:
             lock = OutputLock(BEAM_FS, output, self.verb)
             lock.acquire()

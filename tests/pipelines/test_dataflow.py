@@ -212,3 +212,35 @@ def test_the_worker_requirements_are_the_launchers() -> None:
     assert {n: tested[n] for n in workers} == workers
     docker = (ROOT / "Dockerfile.dataflow").read_text()
     assert re.search(r"^ARG BEAM=(\S+)$", docker, re.M).group(1) == tested["apache-beam"]
+
+
+def _with_output(command: list[str], output: str) -> list[str]:
+    at = command.index("--output")
+    return [*command[: at + 1], output, *command[at + 2 :]]
+
+
+@pytest.mark.parametrize("verb", BEAM_VERBS)
+def test_a_dry_run_into_a_new_output_leaves_nothing_and_no_traceback(
+    bucket, verb, tmp_path, capsys
+) -> None:
+    flags, commands = readme_commands()
+    (command,) = [c for c in commands if c[1] == verb]
+    argv = _with_output(_expand(command, flags[0]), f"gs://{BUCKET}/new/{verb}")
+    _job(argv, tmp_path / "job.json", capsys)
+    import fsspec
+
+    fs = fsspec.filesystem("gs")
+    fs.invalidate_cache()
+    assert not fs.exists(f"{BUCKET}/new/{verb}") or not fs.find(f"{BUCKET}/new/{verb}")
+
+
+@pytest.mark.parametrize("verb", BEAM_VERBS)
+def test_a_local_output_is_refused_before_anything_starts(bucket, verb, tmp_path, capsys) -> None:
+    """Dataflow's workers would each write to their own disk: the output would be lost."""
+    flags, commands = readme_commands()
+    (command,) = [c for c in commands if c[1] == verb]
+    argv = _with_output(_expand(command, flags[0]), str(tmp_path / "out"))
+    assert main([*argv, "--dry_run", "True"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "output" in err and "gs://" in err, err
+    assert not (tmp_path / "out").exists()
