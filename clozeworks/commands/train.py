@@ -245,6 +245,14 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     missing = [flag for flag, value in (("--data", data), ("--output", args.output)) if not value]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
+    if "://" in args.output:
+        # Writing it would make a local directory named after the scheme and leave the
+        # bucket empty: a machine that is gone would take the run with it.
+        raise UsageError(
+            f"--output {args.output}: a run is written to this machine's disk; runs on a "
+            "bucket are not supported yet: train into a local directory and copy it there "
+            "(gsutil -m rsync -r, aws s3 sync)"
+        )
     sources = [*(config.mixture or {}), *([args.data] if args.data else [])]
     check_apart({"output": args.output}, {"data": sources})
     config = _fit_to_shards(config, args, data)
