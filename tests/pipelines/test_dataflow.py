@@ -204,6 +204,7 @@ def test_the_worker_requirements_are_the_launchers() -> None:
             "korean",
             "mecab",
             "kss",
+            "trafilatura",
         )
         for d in project["optional-dependencies"][x]
     }
