@@ -79,11 +79,11 @@ def test_a_mark_after_a_syllable_is_kept() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([*LEADING, *VOWELS, *TRAILING, "a", " ", "\u0301"]), max_size=40))
+@given(st.lists(st.sampled_from([*LEADING, *VOWELS, *TRAILING, "q", " ", "\u0301"]), max_size=40))
 def test_the_decoder_composes_as_nfc(chars: list[str]) -> None:
     """Pieces hold no syllables (the normalizer took them apart): over jamo in any order,
-    ASCII and a mark NFC does not compose with them, the decoder's composition is NFC's,
-    piece boundaries anywhere."""
+    a letter and a mark NFC never composes (there is no precomposed q with an acute), the
+    decoder's composition is NFC's, piece boundaries anywhere."""
     text = "".join(chars)
     cut = random.Random(len(text)).sample(range(1, len(text)), k=min(5, max(len(text) - 1, 0)))
     pieces = [text[i:j] for i, j in zip([0, *sorted(cut)], [*sorted(cut), len(text)], strict=True)]
