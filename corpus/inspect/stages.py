@@ -333,7 +333,12 @@ def transformers_summary(path: Path) -> dict[str, Any]:
 
 
 # The heads `cloze export` writes for a fine-tuned model (trainer/finetune/export.py).
-FINETUNED_HEADS = ("SequenceClassification", "TokenClassification", "QuestionAnswering")
+FINETUNED_HEADS = (
+    "SequenceClassification",
+    "TokenClassification",
+    "QuestionAnswering",
+    "MultipleChoice",
+)
 
 
 def _int_keys(mapping: dict[str, Any]) -> bool:

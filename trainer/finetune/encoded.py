@@ -17,10 +17,12 @@ from clozeworks.trainer.finetune.template import cut_pair, cuts_as_tokenizers, r
 
 @dataclass
 class Encoded:
-    """Token ids of a split, one row per example, with labels."""
+    """Token ids of a split, one row per example (per option of each example for multiple
+    choice), with labels."""
 
-    ids: list[list[int]]
-    types: list[list[int]]
+    # Multiple choice: `choices` rows an example, its options in order (int32 arrays).
+    ids: list[list[int]] | list[np.ndarray]
+    types: list[list[int]] | list[np.ndarray]
     labels: np.ndarray  # float64 [N]: the class or score (token tasks: unused zeros)
     truncated: int = 0
     # Token tasks: each piece's class, -100 where nothing is predicted (special tokens and
@@ -28,6 +30,21 @@ class Encoded:
     piece_labels: list[list[int]] | None = None
     first_pieces: list[list[int]] | None = None
     word_labels: list[list[int]] | None = None
+    choices: int = 0
+
+    @property
+    def size(self) -> int:
+        """Examples (QA: windows)."""
+        return len(self.ids) // (self.choices or 1)
+
+    def rows(self, example: int) -> range:
+        """The rows of `ids` that make up an example."""
+        width = self.choices or 1
+        return range(example * width, (example + 1) * width)
+
+    def length(self, example: int) -> int:
+        """An example's longest row."""
+        return max(len(self.ids[r]) for r in self.rows(example))
 
 
 def encode(tokenizer: Tokenizer, examples: Sequence[Example], max_len: int) -> Encoded:

@@ -1,5 +1,6 @@
-"""A fine-tuned model as transformers' `...ForSequenceClassification` or
-`...ForTokenClassification` of its family.
+"""A fine-tuned model as transformers' `...ForSequenceClassification`,
+`...ForTokenClassification`, `...ForQuestionAnswering` or `...ForMultipleChoice` of its
+family.
 
 The encoder's tensors are the ones `cloze export` writes (trainer/export.py), under the
 family's root (`bert.`, `roberta.`, ...); the head's go where transformers keeps its
@@ -17,7 +18,13 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.export import readable_by_all
 from clozeworks.trainer.families import build_model, family_of, hf_weights
-from clozeworks.trainer.finetune.model import QAModel, SequenceModel, TaskModel, TokenModel
+from clozeworks.trainer.finetune.model import (
+    ChoiceModel,
+    QAModel,
+    SequenceModel,
+    TaskModel,
+    TokenModel,
+)
 from clozeworks.trainer.models import hf
 
 
@@ -56,6 +63,10 @@ def to_transformers_task(
     elif isinstance(model, QAModel):
         weights.update(hf.linear("qa_outputs", model.qa_outputs))
         kind, labels = "QuestionAnswering", ("start", "end")
+    elif isinstance(model, ChoiceModel):
+        weights.update(hf.linear(layout.choice_summary, model.dense))
+        weights.update(hf.linear("classifier", model.classifier))
+        kind = "MultipleChoice"  # the labels name the options, in order
     else:
         head = model.head
         if layout.pooler is not None:
@@ -70,7 +81,7 @@ def to_transformers_task(
         problem = {"problem_type": "regression" if regression else "single_label_classification"}
     task = dict(
         finetuning_task=task_name,
-        num_labels=model.outputs,
+        num_labels=len(labels) if isinstance(model, ChoiceModel) else model.outputs,
         id2label=dict(enumerate(labels)),
         label2id={name: i for i, name in enumerate(labels)},
         **problem,

@@ -212,8 +212,53 @@ class QAModel(nn.Module):
         return self.qa_outputs(h)  # [B, L, 2]
 
 
-TaskModel = SequenceModel | TokenModel | QAModel
-MODELS: dict[str, Any] = {"tokens": TokenModel, "qa": QAModel}
+class ChoiceModel(nn.Module):
+    """Encoder + a score per option: each option's row [CLS] context [SEP] option [SEP] is
+    encoded alone, its first token goes through a dense layer and the family's activation
+    (BERT's, ALBERT's and RoBERTa's pooler; ELECTRA's sequence summary), dropout and a
+    linear layer to one number; [B, C, L] ids -> [B, C] scores, softmaxed over the options
+    by the loss, as transformers' `...ForMultipleChoice` of every family."""
+
+    def __init__(self, config: ModelConfig, encoder: Encoder, outputs: int = 1) -> None:
+        super().__init__()
+        layout = family_of(config).layout
+        assert layout is not None  # an encoder family
+        self.activation = layout(config).activation
+        self.config = config
+        self.encoder = encoder
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.dense.apply(partial(init_weights, std=config.initializer_range))
+        self.classifier.apply(partial(init_weights, std=config.initializer_range))
+
+    @classmethod
+    def from_backbone(cls, backbone: Backbone, outputs: int = 1) -> ChoiceModel:
+        model = cls(backbone.config.model, backbone.encoder)
+        if backbone.pooler is not None:  # the pretrained NSP / SOP pooler, as transformers
+            model.dense.load_state_dict(backbone.pooler.state_dict())
+        return model
+
+    @property
+    def outputs(self) -> int:
+        return 1
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        choices = input_ids.shape[1]
+        types = None if token_type_ids is None else token_type_ids.flatten(0, 1)
+        h = self.encoder(input_ids.flatten(0, 1), attention_mask.flatten(0, 1), types)
+        x = self.dense(h[:, 0])  # [B * C, H]
+        x = F.gelu(x) if self.activation == "gelu" else torch.tanh(x)
+        return self.classifier(self.dropout(x)).view(-1, choices)  # [B, C]
+
+
+TaskModel = SequenceModel | TokenModel | QAModel | ChoiceModel
+MODELS: dict[str, Any] = {"tokens": TokenModel, "qa": QAModel, "choice": ChoiceModel}
 
 
 def task_model(shape: str, backbone: Backbone, outputs: int) -> TaskModel:
@@ -222,8 +267,8 @@ def task_model(shape: str, backbone: Backbone, outputs: int) -> TaskModel:
 
 
 def task_loss(logits: torch.Tensor, labels: torch.Tensor, shape: str) -> torch.Tensor:
-    """Cross-entropy (over the labelled pieces for a token task), or mean squared error for
-    regression (transformers' choices)."""
+    """Cross-entropy (over the labelled pieces for a token task, over the options for
+    multiple choice), or mean squared error for regression (transformers' choices)."""
     if shape == "regression":
         return F.mse_loss(logits.squeeze(-1).float(), labels.float())
     if shape == "tokens":

@@ -30,6 +30,9 @@ class Example:
     text_b: str | None
     label: float  # a class index for classification, the score for regression
     line: int
+    # Multiple choice: the options' texts, in the order of the task's labels; text_a is
+    # the context and text_b the question (None: the option alone follows the context).
+    options: tuple[str, ...] = ()
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Examples:
     skipped: int = 0
 
 
-class _BadRow(Exception):
+class BadRow(Exception):
     pass
 
 
@@ -53,7 +56,7 @@ def _rows(spec: TaskSpec, path: Path) -> Iterator[tuple[int, Any]]:
         if not isinstance(records, list):
             raise BadInputError(f"{path}: not a JSON array of examples")
         for number, record in enumerate(records, start=1):
-            yield number, record if isinstance(record, dict) else _BadRow("not an object")
+            yield number, record if isinstance(record, dict) else BadRow("not an object")
         return
     with path.open(encoding="utf-8", newline="") as f:
         if spec.format == "jsonl":
@@ -63,9 +66,9 @@ def _rows(spec: TaskSpec, path: Path) -> Iterator[tuple[int, Any]]:
                 try:
                     record = loads(line)
                 except json.JSONDecodeError as err:
-                    yield number, _BadRow(f"not JSON: {err.msg}")
+                    yield number, BadRow(f"not JSON: {err.msg}")
                     continue
-                yield number, record if isinstance(record, dict) else _BadRow("not an object")
+                yield number, record if isinstance(record, dict) else BadRow("not an object")
             return
         # GLUE's own readers use no quote character: a quote is text.
         reader = (
@@ -85,18 +88,42 @@ def _column(header: dict[str, int], column: str | int) -> int:
     return header[column]
 
 
-def _value(row: Any, key: str | int, index: int | None) -> str:
+def _field(row: Any, key: str | int, index: int | None) -> Any:
     if isinstance(row, dict):
         value: Any = row
         for part in str(key).split(".") if key not in row else [key]:
             if not isinstance(value, dict) or value.get(part) is None:
-                raise _BadRow(f"no field {key!r}")
+                raise BadRow(f"no field {key!r}")
             value = value[part]
-        return str(value)
+        return value
     assert index is not None
     if index >= len(row):
-        raise _BadRow(f"{len(row)} columns, column {index} wanted")
-    return str(row[index])
+        raise BadRow(f"{len(row)} columns, column {index} wanted")
+    return row[index]
+
+
+def _value(row: Any, key: str | int, index: int | None) -> str:
+    return str(_field(row, key, index))
+
+
+def _options(
+    spec: TaskSpec, row: Any, keys: list[Any], indices: list[int | None]
+) -> tuple[str, ...]:
+    """A multiple-choice row's options: one column each, or one field holding a list."""
+    if len(spec.options) > 1:
+        return tuple(_value(row, k, i) for k, i in zip(keys, indices, strict=True))
+    found = _field(row, keys[0], indices[0])
+    if not isinstance(found, list) or not all(isinstance(o, str) for o in found):
+        raise BadRow(f"field {keys[0]!r} is not a list of option texts")
+    return check_options(spec, tuple(found))
+
+
+def check_options(spec: TaskSpec, options: tuple[str, ...]) -> tuple[str, ...]:
+    if len(options) != len(spec.labels):
+        raise BadRow(
+            f"{len(options)} options, the task has {len(spec.labels)} ({', '.join(spec.labels)})"
+        )
+    return options
 
 
 def read_examples(spec: TaskSpec, data: Path, split: str) -> Examples:
@@ -105,7 +132,7 @@ def read_examples(spec: TaskSpec, data: Path, split: str) -> Examples:
         raise BadInputError(f"{path}: no such file ({spec.name}'s {split} split)")
     out = Examples(path)
     labels = {label: i for i, label in enumerate(spec.labels)}
-    keys = [spec.text_a, spec.text_b, spec.label]
+    keys = [spec.text_a, spec.text_b, spec.label, *spec.options]
     indices = [c if isinstance(c, int) else None for c in keys]
     header_seen = spec.format in ("jsonl", "json") or not spec.header
     try:
@@ -122,10 +149,10 @@ def read_examples(spec: TaskSpec, data: Path, split: str) -> Examples:
                 header_seen = True
                 continue
             try:
-                if isinstance(row, _BadRow):
+                if isinstance(row, BadRow):
                     raise row
                 out.items.append(_example(spec, labels, row, keys, indices, number))
-            except _BadRow as err:
+            except BadRow as err:
                 if spec.bad_rows == "skip":
                     out.skipped += 1
                     continue
@@ -150,18 +177,20 @@ def _example(
 ) -> Example:
     text_a = _value(row, keys[0], indices[0])
     text_b = None if keys[1] is None else _value(row, keys[1], indices[1])
-    if not text_a.strip() or (text_b is not None and not text_b.strip()):
-        raise _BadRow("empty text")
+    options = _options(spec, row, keys[3:], indices[3:]) if spec.options else ()
+    # A multiple-choice question may be empty (its options complete the context).
+    if not text_a.strip() or (text_b is not None and not text_b.strip() and not options):
+        raise BadRow("empty text")
     raw = _value(row, keys[2], indices[2]).strip()
     if spec.shape == "regression":
         try:
             label = float(raw)
         except ValueError:
-            raise _BadRow(f"score {raw!r} is not a number") from None
+            raise BadRow(f"score {raw!r} is not a number") from None
         if label != label:  # NaN
-            raise _BadRow("score is NaN")
+            raise BadRow("score is NaN")
     elif raw in labels:
         label = float(labels[raw])
     else:
-        raise _BadRow(f"label {raw!r} is not one of {', '.join(spec.labels)}")
-    return Example(text_a, text_b, label, number)
+        raise BadRow(f"label {raw!r} is not one of {', '.join(spec.labels)}")
+    return Example(text_a, text_b, label, number, options)

@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 from clozeworks.corpus.outputs import LOCAL
 from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, read_bounded
+from clozeworks.trainer.finetune.choice import encode_choices, read_choices
 from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
@@ -63,6 +64,9 @@ def _encode_split(
         encoded = encode_questions(tokenizer, questions.items, max_len)
         # Training leaves out answers not found where answer_start points (BERT's code too).
         return (trainable(encoded) if split == "train" else encoded), questions.unfound
+    if spec.shape == "choice":
+        questions = read_choices(spec, data, split)
+        return encode_choices(tokenizer, questions.items, max_len, spec.blank), questions.skipped
     examples = read_examples(spec, data, split)
     return encode(tokenizer, examples.items, max_len), examples.skipped
 
@@ -138,7 +142,7 @@ def run_finetune(
         "source": str(source),
         "random_init": random_init,
         "settings": chosen.to_json(),
-        "examples": {"train": len(train.ids), "dev": 0 if dev is None else len(dev.ids)},
+        "examples": {"train": train.size, "dev": 0 if dev is None else dev.size},
         "skipped": {"train": skipped_train, "dev": skipped_dev or 0},
         "truncated": {"train": train.truncated, "dev": 0 if dev is None else dev.truncated},
         "epochs": history.epochs,
@@ -151,7 +155,7 @@ def run_finetune(
         info["sweep"] = tried
     save(output, model, backbone.config, spec, backbone.tokenizer, info)
     if info["dev"] is not None:
-        record_eval(output, "dev", {**info["dev"], "examples": len(dev.ids) if dev else 0})
+        record_eval(output, "dev", {**info["dev"], "examples": dev.size if dev else 0})
     return info
 
 
@@ -182,8 +186,8 @@ def run_evaluate(
     outputs = predict(model, encoded, batch_size, pad_id)
     seconds = time.perf_counter() - start
     scores: dict[str, Any] = score(task, outputs, encoded)
-    scores.update(examples=len(encoded.ids), skipped=skipped, seconds=round(seconds, 3))
-    if task.shape in ("single", "pair", "regression"):
+    scores.update(examples=encoded.size, skipped=skipped, seconds=round(seconds, 3))
+    if task.shape in ("single", "pair", "regression", "choice"):
         rows = prediction_rows(task, outputs, encoded)
         scores["predictions"] = write_predictions(model_dir, split, rows).name
         if task.shape != "regression":
@@ -284,7 +288,7 @@ def run_multitask(
         "source": str(source),
         "tasks": [s.name for s in specs],
         "settings": settings.to_json(),
-        "batches_per_epoch": {r.spec.name: -(-len(r.train.ids) // settings.batch) for r in runs},
+        "batches_per_epoch": {r.spec.name: -(-r.train.size // settings.batch) for r in runs},
         "multitask_epochs": history.epochs,
         "multitask_seconds": round(history.seconds, 3),
     }

@@ -5,8 +5,10 @@ download script writes them, each task's columns, label set and metrics as the G
 and transformers' `glue.py` processors define them) or read from a TOML file:
 
     name = "reviews"
-    shape = "single"            # single | pair | regression (of one text, or of a pair) | tokens
-    format = "jsonl"            # jsonl | json | csv | tsv | conll (tokens: a word per line)
+    shape = "single"            # single | pair | regression (of one text, or of a pair) |
+                                # tokens | qa | choice
+    format = "jsonl"            # jsonl | json | csv | tsv | conll (tokens: a word per line) |
+                                # squad (qa) | race (RACE's files)
     text_a = "review"           # a column name (or a 0-based index for files without header)
     label = "stars"
     labels = ["1", "2", "3", "4", "5"]
@@ -25,10 +27,10 @@ from typing import Any
 
 from clozeworks.schemas.errors import BadInputError, UsageError
 
-SHAPES = ("single", "pair", "regression", "tokens", "qa")
+SHAPES = ("single", "pair", "regression", "tokens", "qa", "choice")
 # json: one JSON array of objects (KLUE's files); a field may be a dotted path
-# ("labels.real-label").
-FORMATS = ("tsv", "csv", "jsonl", "json", "conll", "squad")
+# ("labels.real-label"). race: a directory of RACE's files (a JSON object per article).
+FORMATS = ("tsv", "csv", "jsonl", "json", "conll", "squad", "race")
 METRICS = (
     "accuracy",
     "f1",
@@ -66,6 +68,12 @@ class TaskSpec:
     bad_rows: str = "raise"
     # Question answering: SQuAD v2.0's questions may have no answer in their context.
     unanswerable: bool = False
+    # Multiple choice: the options' columns (SWAG's ending0..3), or one field holding a
+    # list of them; `labels` name the options in order (the gold label is one of them).
+    options: tuple[str | int, ...] = ()
+    # Multiple choice: where a question has this blank, the option fills it; otherwise
+    # the option follows the question after a space (transformers' RACE and SWAG).
+    blank: str | None = None
 
     def __post_init__(self) -> None:
         where = f"task {self.name!r}"
@@ -87,6 +95,16 @@ class TaskSpec:
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown or not self.metrics:
             raise UsageError(f"{where}: metrics must be some of {', '.join(METRICS)}")
+        if (self.shape == "choice") != (bool(self.options) or self.format == "race"):
+            raise UsageError(f"{where}: multiple choice, and only it, has options")
+        if self.format == "race" and (self.shape != "choice" or self.options):
+            raise UsageError(f"{where}: RACE's files are multiple choice with their own fields")
+        if len(self.options) == 1 and self.format not in RECORD_FORMATS:
+            raise UsageError(f"{where}: one field holding the options is for jsonl and json")
+        if len(self.options) > 1 and len(self.options) != len(self.labels):
+            raise UsageError(
+                f"{where}: {len(self.options)} option columns, {len(self.labels)} labels"
+            )
         if (self.shape == "tokens") != (self.format == "conll"):
             raise UsageError(f"{where}: token tasks, and only they, read conll column files")
         if self.shape == "tokens" and not all(
@@ -96,16 +114,18 @@ class TaskSpec:
         if ("entity_f1" in self.metrics) != (self.shape == "tokens"):
             raise UsageError(f"{where}: entity_f1 is the metric of token tasks")
         allowed = {"regression": REGRESSION_METRICS, "single": CLASSIFICATION_METRICS,
-                   "pair": CLASSIFICATION_METRICS}.get(self.shape)  # fmt: skip
+                   "pair": CLASSIFICATION_METRICS, "choice": CLASSIFICATION_METRICS,
+                   }.get(self.shape)  # fmt: skip
         if allowed is not None and any(m not in allowed for m in self.metrics):
             raise UsageError(f"{where}: a {self.shape} task's metrics are {', '.join(allowed)}")
         if self.bad_rows not in ("raise", "skip"):
             raise UsageError(f"{where}: bad_rows must be 'raise' or 'skip'")
         if self.format in RECORD_FORMATS and any(
-            isinstance(c, int) for c in (self.text_a, self.text_b, self.label)
+            isinstance(c, int) for c in (self.text_a, self.text_b, self.label, *self.options)
         ):
             raise UsageError(f"{where}: {self.format} columns are field names, not indices")
-        names = [c for c in (self.text_a, self.text_b, self.label) if isinstance(c, str)]
+        columns = (self.text_a, self.text_b, self.label, *self.options)
+        names = [c for c in columns if isinstance(c, str)]
         if self.format not in RECORD_FORMATS and not self.header and names:
             raise UsageError(f"{where}: without a header, columns are 0-based indices")
 
@@ -113,7 +133,7 @@ class TaskSpec:
     def num_outputs(self) -> int:
         if self.shape == "qa":
             return 2  # start and end of the answer
-        return 1 if self.shape == "regression" else len(self.labels)
+        return 1 if self.shape in ("regression", "choice") else len(self.labels)
 
     @property
     def main_metric(self) -> str:
@@ -130,6 +150,7 @@ class TaskSpec:
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["labels"], out["metrics"] = list(self.labels), list(self.metrics)
+        out["options"] = list(self.options)
         return out
 
     @classmethod
@@ -145,6 +166,8 @@ class TaskSpec:
         values["labels"] = tuple(str(v) for v in raw.get("labels", ()))
         values["metrics"] = tuple(raw.get("metrics", ("accuracy",)))
         values["files"] = dict(raw.get("files", {}))
+        options = raw.get("options", ())
+        values["options"] = (options,) if isinstance(options, str | int) else tuple(options)
         try:
             return cls(**values)
         except TypeError as err:
@@ -184,6 +207,42 @@ def _klue() -> tuple[TaskSpec, ...]:
         TaskSpec("klue/sts", "regression", "json", "sentence1", "labels.real-label",
                  "sentence2", (), ("pearson", "klue_sts_f1"), splits("sts")),
     )  # fmt: skip
+
+
+def _choice() -> tuple[TaskSpec, ...]:
+    """RACE (Lai et al. 2017) as released (RACE/{train,dev,test}/{middle,high}/*.txt), the
+    middle and high school sets together as ALBERT and ELECTRA report it, and each alone;
+    SWAG (Zellers et al. 2018) as released (train.csv, val.csv). How an option joins its
+    question is transformers' (`utils_multiple_choice.py`, `run_swag.py`)."""
+    race = [
+        TaskSpec(
+            name,
+            "choice",
+            "race",
+            "article",
+            "answer",
+            "question",
+            ("A", "B", "C", "D"),
+            ("accuracy",),
+            {s: f"{s}{part}" for s in ("train", "dev", "test")},
+            blank="_",
+        )
+        for name, part in (("race", ""), ("race/middle", "/middle"), ("race/high", "/high"))
+    ]
+    endings = tuple(f"ending{i}" for i in range(4))
+    swag = TaskSpec(
+        "swag",
+        "choice",
+        "csv",
+        "sent1",
+        "label",
+        "sent2",
+        ("0", "1", "2", "3"),
+        ("accuracy",),
+        {"train": "train.csv", "dev": "val.csv"},
+        options=endings,
+    )
+    return (*race, swag)  # fmt: skip
 
 
 _ENTAIL = ("entailment", "not_entailment")
@@ -231,6 +290,7 @@ BUILTIN: dict[str, TaskSpec] = {
             header=False,
         ),
         *_klue(),
+        *_choice(),
         # SQuAD's JSON as released; F1 first, as BERT reports and picks by it.
         *(
             TaskSpec(

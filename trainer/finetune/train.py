@@ -171,16 +171,19 @@ def batches(
 def make_batch(
     data: Encoded, rows: Sequence[int], pad_id: int, device: torch.device
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    length = max(len(data.ids[i]) for i in rows)
-    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-    types = torch.zeros((len(rows), length), dtype=torch.long)
-    mask = torch.zeros((len(rows), length), dtype=torch.long)
-    for r, i in enumerate(rows):
+    lines = [line for i in rows for line in data.rows(i)]
+    length = max(len(data.ids[i]) for i in lines)
+    ids = torch.full((len(lines), length), pad_id, dtype=torch.long)
+    types = torch.zeros((len(lines), length), dtype=torch.long)
+    mask = torch.zeros((len(lines), length), dtype=torch.long)
+    for r, i in enumerate(lines):
         n = len(data.ids[i])
-        ids[r, :n] = torch.tensor(data.ids[i])
-        types[r, :n] = torch.tensor(data.types[i])
+        ids[r, :n] = torch.as_tensor(data.ids[i])
+        types[r, :n] = torch.as_tensor(data.types[i])
         mask[r, :n] = 1
     batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    if data.choices:  # [B, C, L]: an example's options side by side
+        batch = {k: v.view(len(rows), data.choices, length) for k, v in batch.items()}
     if data.piece_labels is None:
         labels = torch.from_numpy(data.labels[list(rows)])
     else:
@@ -208,7 +211,7 @@ def predict(model: TaskModel, data: Encoded, batch_size: int, pad_id: int) -> li
     was_training = model.training
     model.eval()
     # Sorted by length so each batch pads little; put back in order afterwards.
-    order = sorted(range(len(data.ids)), key=lambda i: len(data.ids[i]))
+    order = sorted(range(data.size), key=data.length)
     out: list[np.ndarray] = [np.zeros(0)] * len(order)
     position = 0
     for batch, _ in batches(data, batch_size, order, pad_id, device):
@@ -331,7 +334,7 @@ def finetune_tasks(
     # One module holding every task model: a shared encoder's parameters appear once.
     models = nn.ModuleList([r.model for r in runs]).to(device).train()
     rng = random.Random(settings.seed)
-    per_epoch = sum(math.ceil(len(r.train.ids) / settings.batch) for r in runs)
+    per_epoch = sum(math.ceil(r.train.size / settings.batch) for r in runs)
     total = per_epoch * settings.passes
     warmup = int(total * settings.warmup)
     optimizer = torch.optim.AdamW(
@@ -354,7 +357,7 @@ def finetune_tasks(
     for epoch in range(settings.passes):
         plan: list[tuple[int, list[int]]] = []
         for t, run in enumerate(runs):
-            order = list(range(len(run.train.ids)))
+            order = list(range(run.train.size))
             rng.shuffle(order)
             size = settings.batch
             plan += [(t, order[i : i + size]) for i in range(0, len(order), size)]
@@ -374,7 +377,7 @@ def finetune_tasks(
             history.steps += 1
             bar.update()
             bar.set_postfix(loss=f"{losses[t][-1]:.4f}")
-        history.train_examples += sum(len(r.train.ids) for r in runs)
+        history.train_examples += sum(r.train.size for r in runs)
         record: dict[str, Any] = {
             "epoch": epoch + 1,
             "train_loss_by_task": {

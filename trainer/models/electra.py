@@ -153,6 +153,7 @@ def layout(m: ModelConfig) -> hf.Layout:
         make_config=_config,
         activation="gelu",
         exportable=not m.pre_ln,
+        summary="sequence_summary.summary",
     )
 
 

@@ -173,7 +173,9 @@ class Layout:
     its class names (`{name}ForSequenceClassification`), the encoder's tensor prefix, and
     the sequence head: BERT's pooler (dense + tanh, the tensors named `pooler`) +
     `classifier` when there is one, else RoBERTa's `classifier.dense` +
-    `classifier.out_proj` with `activation` between."""
+    `classifier.out_proj` with `activation` between. The multiple-choice head is a dense
+    layer + `activation` on the first token (`summary`: its tensors), dropout, and
+    `classifier` to one score."""
 
     name: str
     root: str
@@ -183,6 +185,13 @@ class Layout:
     make_config: Callable[..., Any] = bert_config
     activation: str = "tanh"
     exportable: bool = True  # transformers has no pre-LN ALBERT or ELECTRA
+    # `...ForMultipleChoice`'s dense layer: the pooler of the encoder where the family's
+    # model has one (RoBERTa's too, though its sequence head does not use it).
+    summary: str | None = None
+
+    @property
+    def choice_summary(self) -> str:
+        return self.summary or self.pooler or f"{self.root}.pooler.dense"
 
     def config(self, tf: Any, m: ModelConfig, **task: Any) -> Any:
         """The transformers config of an encoder `m` of this layout with a task's fields."""

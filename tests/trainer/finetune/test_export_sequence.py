@@ -8,7 +8,13 @@ import torch
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.families import build_model
 from clozeworks.trainer.finetune.export import sequence_to_transformers, to_transformers_task
-from clozeworks.trainer.finetune.model import Backbone, QAModel, SequenceModel, TokenModel
+from clozeworks.trainer.finetune.model import (
+    Backbone,
+    ChoiceModel,
+    QAModel,
+    SequenceModel,
+    TokenModel,
+)
 from tests.trainer.test_export import TINY, inputs, jitter
 
 CASES = {
@@ -78,3 +84,28 @@ def test_qa_export_gives_our_start_and_end_logits(case) -> None:
     real = batch["attention_mask"].bool()  # padding's logits are nobody's answer
     torch.testing.assert_close(out.start_logits[real], ours[..., 0][real], atol=1e-4, rtol=0)
     torch.testing.assert_close(out.end_logits[real], ours[..., 1][real], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c != "bert-pre-ln"))
+def test_choice_export_gives_our_scores(case) -> None:
+    """transformers' `...ForMultipleChoice` of each family: BERT's, ALBERT's and RoBERTa's
+    pooler, ELECTRA's sequence summary (dense + gelu); [B, C, L] in, [B, C] out."""
+    arch, objectives = CASES[case]
+    config = TrainConfig(model=ModelConfig(**TINY, **arch), objectives=objectives)
+    backbone = Backbone(config, build_model(config), tokenizer=None, source="test")
+    if backbone.pooler is not None:  # the pretrained sentence head's pooler, as transformers
+        fresh = ChoiceModel.from_backbone(backbone)
+        assert torch.equal(fresh.dense.weight, backbone.pooler.weight)
+    model = jitter(ChoiceModel.from_backbone(backbone))
+    options = ("A", "B", "C")
+    hf = to_transformers_task(model, config, options, "race")
+    assert type(hf).__name__.endswith("ForMultipleChoice")
+    flat = inputs(config.model.type_vocab_size > 0, pad_id=config.model.pad_token_id)
+    # Three examples of one option each become one example of three options, and back.
+    batch = {k: v.roll(1, 0).unsqueeze(0).repeat(2, 1, 1) for k, v in flat.items()}
+    with torch.no_grad():
+        ours = model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        theirs = hf(**batch).logits
+    assert ours.shape == (2, 3)
+    torch.testing.assert_close(theirs, ours, atol=1e-4, rtol=0)
+    assert [hf.config.id2label[i] for i in range(3)] == list(options)

@@ -48,7 +48,7 @@ def test_the_documented_task_file_runs(tiny_run, tmp_path, capsys) -> None:
     from pathlib import Path
 
     docs = (Path(__file__).parents[3] / "docs" / "finetune.md").read_text(encoding="utf-8")
-    (toml,) = re.findall(r"```toml\n(.*?)```", docs, re.DOTALL)
+    toml = re.findall(r"```toml\n(.*?)```", docs, re.DOTALL)[0]  # the first: reviews
     (tmp_path / "reviews.toml").write_text(toml, encoding="utf-8")
     data = tmp_path / "reviews"
     data.mkdir()
