@@ -18,6 +18,7 @@ from clozeworks.schemas.errors import BadInputError, SettingError, UsageError
 from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, read_bounded
 from clozeworks.trainer.finetune.choice import encode_choices, read_choices
 from clozeworks.trainer.finetune.encoded import Encoded, encode
+from clozeworks.trainer.finetune.klue_ner import encode_char_sentences, read_char_sentences
 from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
 from clozeworks.trainer.finetune.readers import read_examples
@@ -56,6 +57,10 @@ def _pad_id(tokenizer: Tokenizer, fallback: int) -> int:
 def _encode_split(
     spec: TaskSpec, data: Path, split: str, tokenizer: Tokenizer, max_len: int
 ) -> tuple[Encoded, int]:
+    if spec.format == "klue_ner":
+        chars = read_char_sentences(spec, data, split)
+        outside = spec.labels.index("O")
+        return encode_char_sentences(tokenizer, chars.items, max_len, outside), 0
     if spec.shape == "tokens":
         sentences = read_sentences(spec, data, split)
         return encode_sentences(tokenizer, sentences.items, max_len), sentences.skipped

@@ -30,7 +30,8 @@ from clozeworks.schemas.errors import BadInputError, UsageError
 SHAPES = ("single", "pair", "regression", "tokens", "qa", "choice")
 # json: one JSON array of objects (KLUE's files); a field may be a dotted path
 # ("labels.real-label"). race: a directory of RACE's files (a JSON object per article).
-FORMATS = ("tsv", "csv", "jsonl", "json", "conll", "squad", "race")
+# klue_ner: KLUE-NER's files, a character and its tag per line.
+FORMATS = ("tsv", "csv", "jsonl", "json", "conll", "squad", "race", "klue_ner")
 METRICS = (
     "accuracy",
     "f1",
@@ -42,11 +43,19 @@ METRICS = (
     "exact_match",
     "klue_macro_f1",
     "klue_sts_f1",
+    "klue_entity_f1",
+    "klue_char_f1",
 )
 # The metrics of a regression task (the others are of classification or their shape's).
 REGRESSION_METRICS = ("pearson", "spearman", "klue_sts_f1")
 CLASSIFICATION_METRICS = ("accuracy", "f1", "f1_macro", "matthews", "klue_macro_f1")
 RECORD_FORMATS = ("jsonl", "json")
+# The formats of token tasks and the metrics each can be scored by.
+TOKEN_FORMATS = {"conll": ("entity_f1",), "klue_ner": ("klue_entity_f1", "klue_char_f1")}
+
+
+def _all_token_metrics() -> set[str]:
+    return {m for metrics in TOKEN_FORMATS.values() for m in metrics}
 
 
 @dataclass(frozen=True)
@@ -105,14 +114,23 @@ class TaskSpec:
             raise UsageError(
                 f"{where}: {len(self.options)} option columns, {len(self.labels)} labels"
             )
-        if (self.shape == "tokens") != (self.format == "conll"):
-            raise UsageError(f"{where}: token tasks, and only they, read conll column files")
-        if self.shape == "tokens" and not all(
+        if (self.shape == "tokens") != (self.format in TOKEN_FORMATS):
+            raise UsageError(
+                f"{where}: token tasks, and only they, read {' or '.join(TOKEN_FORMATS)} files"
+            )
+        if self.format == "conll" and not all(
             isinstance(c, int) for c in (self.text_a, self.label)
         ):
             raise UsageError(f"{where}: conll columns are 0-based indices (-1: the last)")
-        if ("entity_f1" in self.metrics) != (self.shape == "tokens"):
-            raise UsageError(f"{where}: entity_f1 is the metric of token tasks")
+        token_metrics = TOKEN_FORMATS.get(self.format, ())
+        if self.shape == "tokens" and any(m not in token_metrics for m in self.metrics):
+            raise UsageError(
+                f"{where}: {self.format} tasks' metrics are {', '.join(token_metrics)}"
+            )
+        if self.shape != "tokens" and any(m in self.metrics for m in _all_token_metrics()):
+            raise UsageError(f"{where}: entity metrics are for token tasks")
+        if self.format == "klue_ner" and "O" not in self.labels:
+            raise UsageError(f"{where}: character tags need the tag O")
         allowed = {"regression": REGRESSION_METRICS, "single": CLASSIFICATION_METRICS,
                    "pair": CLASSIFICATION_METRICS, "choice": CLASSIFICATION_METRICS,
                    }.get(self.shape)  # fmt: skip
@@ -198,6 +216,8 @@ def _klue() -> tuple[TaskSpec, ...]:
         return {split: files.format(stem, split) for split in ("train", "dev")}
 
     ynat = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")
+    # Person, location, organization, date, time, quantity; O last, as the baseline's.
+    ner = (*(f"{p}-{t}" for t in ("PS", "LC", "OG", "DT", "TI", "QT") for p in "BI"), "O")
     return (
         TaskSpec("klue/ynat", "single", "json", "title", "label", None, ynat,
                  ("klue_macro_f1",), {s: f"ynat-v1.1_{s}.json" for s in ("train", "dev")}),
@@ -206,6 +226,9 @@ def _klue() -> tuple[TaskSpec, ...]:
                  splits("nli")),
         TaskSpec("klue/sts", "regression", "json", "sentence1", "labels.real-label",
                  "sentence2", (), ("pearson", "klue_sts_f1"), splits("sts")),
+        TaskSpec("klue/ner", "tokens", "klue_ner", 0, 1, None, ner,
+                 ("klue_entity_f1", "klue_char_f1"),
+                 {s: f"klue-ner-v1.1_{s}.tsv" for s in ("train", "dev")}, header=False),
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from clozeworks.schemas.errors import SettingError
 from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_at_least, check_choices, setting
 from clozeworks.trainer.finetune import klue_metrics, metrics
 from clozeworks.trainer.finetune.encoded import Encoded
+from clozeworks.trainer.finetune.klue_ner import klue_ner_scores
 from clozeworks.trainer.finetune.model import TaskModel, task_loss
 from clozeworks.trainer.finetune.qa import qa_scores
 from clozeworks.trainer.finetune.tasks import TaskSpec
@@ -227,7 +228,7 @@ def predict(model: TaskModel, data: Encoded, batch_size: int, pad_id: int) -> li
 def score(spec: TaskSpec, outputs: list[np.ndarray], data: Encoded) -> dict[str, float]:
     """The task's metrics, in percent (as GLUE, SQuAD and conlleval report them)."""
     if spec.shape == "tokens":
-        return token_scores(spec, outputs, data)
+        return TOKEN_SCORES[spec.format](spec, outputs, data)
     if spec.shape == "qa":
         return qa_scores(spec, outputs, data)
     logits = np.stack(outputs)  # [N, C]
@@ -281,6 +282,13 @@ REGRESSION: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "pearson": _pearson,
     "spearman": _spearman,
     "klue_sts_f1": klue_metrics.sts_f1,
+}
+
+
+# A token task's scorer by its files' format (tasks.TOKEN_FORMATS).
+TOKEN_SCORES: dict[str, Callable[[TaskSpec, list[np.ndarray], Encoded], dict[str, float]]] = {
+    "conll": token_scores,
+    "klue_ner": klue_ner_scores,
 }
 
 
