@@ -181,6 +181,14 @@ def _example(
     # A multiple-choice question may be empty (its options complete the context).
     if not text_a.strip() or (text_b is not None and not text_b.strip() and not options):
         raise BadRow("empty text")
+    if spec.entities:
+        from clozeworks.trainer.finetune.klue_re import SpanError, mark
+
+        entities = [_field(row, name, None) for name in spec.entities]
+        try:
+            text_a = mark(text_a, entities, spec.entities)
+        except SpanError as err:
+            raise BadRow(str(err)) from None
     raw = _value(row, keys[2], indices[2]).strip()
     if spec.shape == "regression":
         try:

@@ -19,7 +19,19 @@ from clozeworks.schemas.validate import MAX_TOKENIZER_BYTES, read_bounded
 from clozeworks.trainer.finetune.choice import encode_choices, read_choices
 from clozeworks.trainer.finetune.encoded import Encoded, encode
 from clozeworks.trainer.finetune.klue_ner import encode_char_sentences, read_char_sentences
-from clozeworks.trainer.finetune.model import TaskModel, load_backbone, randomized, task_model
+from clozeworks.trainer.finetune.klue_re import (
+    MARKERS,
+    encode_marked,
+    grow_embeddings,
+    with_markers,
+)
+from clozeworks.trainer.finetune.model import (
+    Backbone,
+    TaskModel,
+    load_backbone,
+    randomized,
+    task_model,
+)
 from clozeworks.trainer.finetune.qa import encode_questions, read_questions, trainable
 from clozeworks.trainer.finetune.readers import read_examples
 from clozeworks.trainer.finetune.store import is_finetuned, load, record_eval, save
@@ -35,6 +47,7 @@ from clozeworks.trainer.finetune.train import (
     predict,
     score,
 )
+from clozeworks.trainer.models.bert import padded_vocab
 
 
 def _tokenizer(directory: Path) -> Tokenizer:
@@ -73,7 +86,31 @@ def _encode_split(
         questions = read_choices(spec, data, split)
         return encode_choices(tokenizer, questions.items, max_len, spec.blank), questions.skipped
     examples = read_examples(spec, data, split)
+    if spec.entities:
+        if tokenizer.token_to_id(MARKERS[0][0]) is None:
+            raise BadInputError(f"{spec.name}: the tokenizer has no entity markers")
+        labels = np.array([e.label for e in examples.items], dtype=np.float64)
+        texts = [e.text_a for e in examples.items]
+        return encode_marked(tokenizer, texts, labels, max_len), examples.skipped
     return encode(tokenizer, examples.items, max_len), examples.skipped
+
+
+def _with_markers(
+    backbone: Backbone, tokenizer: Tokenizer, specs: list[TaskSpec]
+) -> tuple[Backbone, Tokenizer, str | None]:
+    """For relation extraction: the tokenizer with the entity markers, the backbone with
+    word embeddings for them (and its config's vocabulary size grown to fit), and the
+    tokenizer file to keep beside the fine-tuned model; else all as they were."""
+    if not any(s.entities for s in specs):
+        return backbone, tokenizer, None
+    tok = with_markers(tokenizer)
+    m = backbone.config.model
+    if tok.get_vocab_size() > m.vocab_size:
+        m = replace(m, vocab_size=tok.get_vocab_size())
+        embeddings = backbone.encoder.embeddings
+        embeddings.word = grow_embeddings(embeddings.word, padded_vocab(m), m.initializer_range)
+        backbone = replace(backbone, config=replace(backbone.config, model=m))
+    return backbone, tok, tok.to_str()
 
 
 # `--sweep`: the learning rates of the run's recipe (RECIPES), each tried, the best on dev kept.
@@ -121,6 +158,7 @@ def run_finetune(
             f"{backbone.tokenizer}: {tokenizer.get_vocab_size()} tokens, the model has "
             f"{m.vocab_size}: not the model's tokenizer"
         )
+    backbone, tokenizer, marked = _with_markers(backbone, tokenizer, [spec])
     pad_id = _pad_id(tokenizer, m.pad_token_id)
     train, skipped_train = _encode_split(spec, data, "train", tokenizer, settings.max_seq_len)
     dev = skipped_dev = None
@@ -134,6 +172,7 @@ def run_finetune(
             backbone = load_backbone(source, step)
             if random_init:
                 backbone = randomized(backbone, settings.seed)
+            backbone, _, _ = _with_markers(backbone, _tokenizer(backbone.tokenizer), [spec])
         model = task_model(spec.shape, backbone, spec.num_outputs)
         history = finetune(model, spec, train, dev, trial, pad_id, progress)
         final = history.epochs[-1].get("dev") or {}
@@ -158,7 +197,7 @@ def run_finetune(
     }
     if sweep:
         info["sweep"] = tried
-    save(output, model, backbone.config, spec, backbone.tokenizer, info)
+    save(output, model, backbone.config, spec, backbone.tokenizer, info, marked)
     if info["dev"] is not None:
         record_eval(output, "dev", {**info["dev"], "examples": dev.size if dev else 0})
     return info
@@ -279,6 +318,7 @@ def run_multitask(
     m = backbone.config.model
     settings = settings.resolved(m.hidden_size)
     tokenizer = _tokenizer(backbone.tokenizer)
+    backbone, tokenizer, marked = _with_markers(backbone, tokenizer, specs)
     pad_id = _pad_id(tokenizer, m.pad_token_id)
     runs = []
     for spec, directory in zip(specs, data, strict=True):
@@ -317,7 +357,7 @@ def run_multitask(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for (run, model, info), name in zip(tuned_models, names, strict=True):
-        save(tmp / name, model, backbone.config, run.spec, backbone.tokenizer, info)
+        save(tmp / name, model, backbone.config, run.spec, backbone.tokenizer, info, marked)
         if info["dev"] is not None:
             record_eval(tmp / name, "dev", dict(info["dev"]))
     (tmp / MULTITASK_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

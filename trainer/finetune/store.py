@@ -53,7 +53,10 @@ def save(
     spec: TaskSpec,
     tokenizer: Path,
     info: dict[str, Any],
+    tokenizer_json: str | None = None,
 ) -> None:
+    """`tokenizer_json`: the tokenizer as fine-tuning used it, where it differs from the
+    file in `tokenizer` (relation extraction's entity markers added)."""
     from safetensors.torch import save_file
 
     tmp = output.with_name(f".{output.name}.tmp")
@@ -64,6 +67,8 @@ def save(
     # Tokenizer files only: a transformers source directory also holds its config.json and
     # weights, which an export would otherwise write over the fine-tuned model's.
     copy_tokenizer_files(tokenizer, tmp / TOKENIZER_DIR)
+    if tokenizer_json is not None:
+        (tmp / TOKENIZER_DIR / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     payload = {
         "version": VERSION,
         "task": spec.to_json(),

@@ -45,10 +45,20 @@ METRICS = (
     "klue_sts_f1",
     "klue_entity_f1",
     "klue_char_f1",
+    "klue_re_f1",
+    "klue_re_auprc",
 )
 # The metrics of a regression task (the others are of classification or their shape's).
 REGRESSION_METRICS = ("pearson", "spearman", "klue_sts_f1")
-CLASSIFICATION_METRICS = ("accuracy", "f1", "f1_macro", "matthews", "klue_macro_f1")
+CLASSIFICATION_METRICS = (
+    "accuracy",
+    "f1",
+    "f1_macro",
+    "matthews",
+    "klue_macro_f1",
+    "klue_re_f1",
+    "klue_re_auprc",
+)
 RECORD_FORMATS = ("jsonl", "json")
 # The formats of token tasks and the metrics each can be scored by.
 TOKEN_FORMATS = {"conll": ("entity_f1",), "klue_ner": ("klue_entity_f1", "klue_char_f1")}
@@ -80,6 +90,10 @@ class TaskSpec:
     # Multiple choice: the options' columns (SWAG's ending0..3), or one field holding a
     # list of them; `labels` name the options in order (the gold label is one of them).
     options: tuple[str | int, ...] = ()
+    # Relation extraction: the record fields of the subject and the object entity (objects
+    # with start_idx, end_idx: inclusive character offsets into text_a, and word), marked
+    # in the text with <subj> </subj> <obj> </obj> (klue_re.py).
+    entities: tuple[str, ...] = ()
     # Multiple choice: where a question has this blank, the option fills it; otherwise
     # the option follows the question after a space (transformers' RACE and SWAG).
     blank: str | None = None
@@ -108,6 +122,16 @@ class TaskSpec:
             raise UsageError(f"{where}: multiple choice, and only it, has options")
         if self.format == "race" and (self.shape != "choice" or self.options):
             raise UsageError(f"{where}: RACE's files are multiple choice with their own fields")
+        if self.entities and (
+            len(self.entities) != 2 or self.shape != "single" or self.format not in RECORD_FORMATS
+        ):
+            raise UsageError(
+                f"{where}: entities are two fields (subject, object) of a single-text task "
+                "in jsonl or json"
+            )
+        relations = {"klue_re_f1", "klue_re_auprc"} & set(self.metrics)
+        if relations and "no_relation" not in self.labels:
+            raise UsageError(f"{where}: {', '.join(sorted(relations))} need the label no_relation")
         if len(self.options) == 1 and self.format not in RECORD_FORMATS:
             raise UsageError(f"{where}: one field holding the options is for jsonl and json")
         if len(self.options) > 1 and len(self.options) != len(self.labels):
@@ -168,7 +192,7 @@ class TaskSpec:
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["labels"], out["metrics"] = list(self.labels), list(self.metrics)
-        out["options"] = list(self.options)
+        out["options"], out["entities"] = list(self.options), list(self.entities)
         return out
 
     @classmethod
@@ -186,6 +210,7 @@ class TaskSpec:
         values["files"] = dict(raw.get("files", {}))
         options = raw.get("options", ())
         values["options"] = (options,) if isinstance(options, str | int) else tuple(options)
+        values["entities"] = tuple(raw.get("entities", ()))
         try:
             return cls(**values)
         except TypeError as err:
@@ -218,6 +243,42 @@ def _klue() -> tuple[TaskSpec, ...]:
     ynat = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")
     # Person, location, organization, date, time, quantity; O last, as the baseline's.
     ner = (*(f"{p}-{t}" for t in ("PS", "LC", "OG", "DT", "TI", "QT") for p in "BI"), "O")
+    # relation_list.json of the release: no_relation, then the organization's and the
+    # person's relations.
+    org = (
+        "dissolved",
+        "founded",
+        "place_of_headquarters",
+        "alternate_names",
+        "member_of",
+        "members",
+        "political/religious_affiliation",
+        "product",
+        "founded_by",
+        "top_members/employees",
+        "number_of_employees/members",
+    )
+    per = (
+        "date_of_birth",
+        "date_of_death",
+        "place_of_birth",
+        "place_of_death",
+        "place_of_residence",
+        "origin",
+        "employee_of",
+        "schools_attended",
+        "alternate_names",
+        "parents",
+        "children",
+        "siblings",
+        "spouse",
+        "other_family",
+        "colleagues",
+        "product",
+        "religion",
+        "title",
+    )
+    relations = ("no_relation", *(f"org:{r}" for r in org), *(f"per:{r}" for r in per))
     return (
         TaskSpec("klue/ynat", "single", "json", "title", "label", None, ynat,
                  ("klue_macro_f1",), {s: f"ynat-v1.1_{s}.json" for s in ("train", "dev")}),
@@ -229,6 +290,9 @@ def _klue() -> tuple[TaskSpec, ...]:
         TaskSpec("klue/ner", "tokens", "klue_ner", 0, 1, None, ner,
                  ("klue_entity_f1", "klue_char_f1"),
                  {s: f"klue-ner-v1.1_{s}.tsv" for s in ("train", "dev")}, header=False),
+        TaskSpec("klue/re", "single", "json", "sentence", "label", None, relations,
+                 ("klue_re_f1", "klue_re_auprc"), splits("re"),
+                 entities=("subject_entity", "object_entity")),
     )  # fmt: skip
 
 

@@ -236,30 +236,41 @@ def score(spec: TaskSpec, outputs: list[np.ndarray], data: Encoded) -> dict[str,
     if spec.shape == "regression":
         predicted = logits[:, 0]
         return {name: REGRESSION[name](predicted, labels) for name in spec.metrics}
-    classes = logits.argmax(axis=1)
     gold = labels.astype(np.int64)
-    return {name: CLASSIFICATION[name](classes, gold, len(spec.labels)) for name in spec.metrics}
+    return {name: CLASSIFICATION[name](logits, gold, spec.labels) for name in spec.metrics}
 
 
-def _f1(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
-    return 100.0 * metrics.f1_binary(classes, gold)
+def _f1(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    return 100.0 * metrics.f1_binary(logits.argmax(axis=1), gold)
 
 
-def _f1_macro(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
+def _f1_macro(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
     """The mean F1 over every class of the task's label set."""
-    return 100.0 * float(np.mean([metrics.f1_binary(classes, gold, c) for c in range(n)]))
+    classes = logits.argmax(axis=1)
+    scores = [metrics.f1_binary(classes, gold, c) for c in range(len(labels))]
+    return 100.0 * float(np.mean(scores))
 
 
-def _accuracy(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
-    return 100.0 * metrics.accuracy(classes, gold)
+def _accuracy(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    return 100.0 * metrics.accuracy(logits.argmax(axis=1), gold)
 
 
-def _matthews(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
-    return 100.0 * metrics.matthews(classes, gold)
+def _matthews(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    return 100.0 * metrics.matthews(logits.argmax(axis=1), gold)
 
 
-def _klue_macro_f1(classes: np.ndarray, gold: np.ndarray, n: int) -> float:
-    return klue_metrics.ynat_macro_f1(classes, gold)
+def _klue_macro_f1(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    return klue_metrics.ynat_macro_f1(logits.argmax(axis=1), gold)
+
+
+def _klue_re_f1(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    none = labels.index("no_relation")
+    return klue_metrics.re_micro_f1(logits.argmax(axis=1), gold, len(labels), none)
+
+
+def _klue_re_auprc(logits: np.ndarray, gold: np.ndarray, labels: tuple[str, ...]) -> float:
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return klue_metrics.re_auprc(shifted / shifted.sum(axis=1, keepdims=True), gold)
 
 
 def _pearson(predicted: np.ndarray, gold: np.ndarray) -> float:
@@ -271,12 +282,15 @@ def _spearman(predicted: np.ndarray, gold: np.ndarray) -> float:
 
 
 # Each metric of a task, in percent, by name (tasks.py lists which shape takes which).
-CLASSIFICATION: dict[str, Callable[[np.ndarray, np.ndarray, int], float]] = {
+# A classification metric takes the logits [N, C], the gold classes and the label names.
+CLASSIFICATION: dict[str, Callable[[np.ndarray, np.ndarray, tuple[str, ...]], float]] = {
     "accuracy": _accuracy,
     "f1": _f1,
     "f1_macro": _f1_macro,
     "matthews": _matthews,
     "klue_macro_f1": _klue_macro_f1,
+    "klue_re_f1": _klue_re_f1,
+    "klue_re_auprc": _klue_re_auprc,
 }
 REGRESSION: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "pearson": _pearson,

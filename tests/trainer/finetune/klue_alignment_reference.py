@@ -1,16 +1,17 @@
 # ruff: noqa
-"""KLUE-baseline's own NER alignment, copied from
+"""KLUE-baseline's own NER alignment and RE marking, copied from
 
     https://github.com/KLUE-benchmark/KLUE-baseline
     commit 8a03c9447e4c225e806877a84242aea11258c790
-    klue_baseline/data/klue_ner.py (KlueNERProcessor._create_examples) and
+    klue_baseline/data/klue_ner.py (KlueNERProcessor._create_examples),
     klue_baseline/models/named_entity_recognition.py (NERTransformer.validation_epoch_end,
-    tokenizer_out_aligner)
+    tokenizer_out_aligner) and klue_baseline/data/klue_re.py (_mark_entity_spans,
+    fix_tokenization_error)
 
 with the methods made functions of their inputs (`self.tokenizer`, `self.hparams` and the
 Lightning plumbing become arguments; the lines that align are as they are). Copyright the
-KLUE-baseline authors, Apache License 2.0. test_klue_ner.py runs them beside
-trainer/finetune/klue_ner.py on the same sentences and predictions."""
+KLUE-baseline authors, Apache License 2.0. test_klue_ner.py and test_klue_re.py run them
+beside trainer/finetune/klue_ner.py and klue_re.py on the same sentences and predictions."""
 
 from typing import List
 
@@ -165,3 +166,71 @@ def character_preds(tokenizer, subword_preds, example, label_list, max_seq_lengt
         originals.append(label_list.index(label))
     assert len(character_preds) == len(originals)
     return character_preds, originals
+
+
+# --- klue_baseline/data/klue_re.py (KlueREProcessor), the same commit ---
+
+SUBJECT_START_MARKER = "<subj>"
+SUBJECT_END_MARKER = "</subj>"
+OBJECT_START_MARKER = "<obj>"
+OBJECT_END_MARKER = "</obj>"
+
+
+def mark_entity_spans(text, subject_range, object_range):
+    if subject_range < object_range:
+        segments = [
+            text[: subject_range[0]],
+            SUBJECT_START_MARKER,
+            text[subject_range[0] : subject_range[1] + 1],
+            SUBJECT_END_MARKER,
+            text[subject_range[1] + 1 : object_range[0]],
+            OBJECT_START_MARKER,
+            text[object_range[0] : object_range[1] + 1],
+            OBJECT_END_MARKER,
+            text[object_range[1] + 1 :],
+        ]
+    elif subject_range > object_range:
+        segments = [
+            text[: object_range[0]],
+            OBJECT_START_MARKER,
+            text[object_range[0] : object_range[1] + 1],
+            OBJECT_END_MARKER,
+            text[object_range[1] + 1 : subject_range[0]],
+            SUBJECT_START_MARKER,
+            text[subject_range[0] : subject_range[1] + 1],
+            SUBJECT_END_MARKER,
+            text[subject_range[1] + 1 :],
+        ]
+    else:
+        raise ValueError("Entity boundaries overlap.")
+
+    marked_text = "".join(segments)
+
+    return marked_text
+
+
+def fix_tokenization_error(tokenizer, text, tokenizer_type="bert-wp"):
+    tokens = tokenizer.tokenize(text)
+    if text[text.find(SUBJECT_END_MARKER) + len(SUBJECT_END_MARKER)] != " ":
+        space_idx = tokens.index(SUBJECT_END_MARKER) + 1
+        if tokenizer_type == "xlm-sp":
+            if tokens[space_idx] == "▁":
+                tokens.pop(space_idx)
+            elif tokens[space_idx].startswith("▁"):
+                tokens[space_idx] = tokens[space_idx][1:]
+        elif tokenizer_type == "bert-wp":
+            if not tokens[space_idx].startswith("##") and "가" <= tokens[space_idx][0] <= "힣":
+                tokens[space_idx] = "##" + tokens[space_idx]
+
+    if text[text.find(OBJECT_END_MARKER) + len(OBJECT_END_MARKER)] != " ":
+        space_idx = tokens.index(OBJECT_END_MARKER) + 1
+        if tokenizer_type == "xlm-sp":
+            if tokens[space_idx] == "▁":
+                tokens.pop(space_idx)
+            elif tokens[space_idx].startswith("▁"):
+                tokens[space_idx] = tokens[space_idx][1:]
+        elif tokenizer_type == "bert-wp":
+            if not tokens[space_idx].startswith("##") and "가" <= tokens[space_idx][0] <= "힣":
+                tokens[space_idx] = "##" + tokens[space_idx]
+
+    return tokens
