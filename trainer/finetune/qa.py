@@ -14,7 +14,10 @@
   the answer is the context text between the two tokens' character offsets. v2.0: the
   null score is the lowest [CLS] start + end over the windows, and the answer is empty
   when it beats the best span's score (threshold 0, as BERT's default).
-- Scores: SQuAD's exact match and F1 (metrics.squad_scores).
+- Scores: SQuAD's exact match and F1 (metrics.squad_scores); KLUE-MRC's exact match and
+  character ROUGE-W (klue_metrics.mrc_scores). KLUE-MRC's files are SQuAD 2.0's layout
+  with the id in `guid`; KLUE-baseline decodes them with transformers' SQuAD pipeline,
+  this same procedure (null score, threshold 0).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tokenizers import Tokenizer
 
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.validate import loads
+from clozeworks.trainer.finetune import klue_metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.metrics import squad_scores
 from clozeworks.trainer.finetune.tasks import TaskSpec
@@ -38,6 +42,8 @@ MAX_QUESTION_TOKENS = 64
 DOC_STRIDE = 128
 N_BEST = 20
 MAX_ANSWER_TOKENS = 30
+# A question's id: SQuAD's field, KLUE-MRC's.
+ID_FIELDS = ("id", "guid")
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,10 @@ def read_questions(spec: TaskSpec, data: Path, split: str) -> Questions:
             context = _field(paragraph, "context", str, where)
             for q, qa in enumerate(_field(paragraph, "qas", list, where)):
                 here = f"{where}.qas[{q}]"
-                qid = str(_field(qa, "id", str, here))
+                ids = [qa[k] for k in ID_FIELDS if isinstance(qa, dict) and k in qa]
+                if not ids or not isinstance(ids[0], str):
+                    raise BadInputError(f"{here}: no str field {' or '.join(ID_FIELDS)}")
+                qid = ids[0]
                 question = _field(qa, "question", str, f"{path}: question {qid}")
                 answers = _field(qa, "answers", list, f"{path}: question {qid}")
                 impossible = bool(qa.get("is_impossible", False))
@@ -204,5 +213,12 @@ def answers(outputs: Sequence[np.ndarray], data: QAEncoded, allow_null: bool) ->
 def qa_scores(spec: TaskSpec, outputs: Sequence[np.ndarray], data: Encoded) -> dict[str, float]:
     assert isinstance(data, QAEncoded)
     predicted = answers(outputs, data, allow_null=spec.unanswerable)
-    scores = squad_scores(predicted, [q.answers for q in data.questions])
-    return {"f1": scores["f1"], "exact_match": scores["exact_match"]}
+    gold = [q.answers for q in data.questions]
+    scores: dict[str, float] = {}
+    if {"f1", "exact_match"} & set(spec.metrics):
+        squad = squad_scores(predicted, gold)
+        scores.update(f1=squad["f1"], exact_match=squad["exact_match"])
+    if {"klue_exact_match", "klue_rouge_w"} & set(spec.metrics):
+        klue = klue_metrics.mrc_scores(predicted, gold)
+        scores.update(klue_exact_match=klue["exact_match"], klue_rouge_w=klue["rouge_w"])
+    return scores

@@ -47,6 +47,8 @@ METRICS = (
     "klue_char_f1",
     "klue_re_f1",
     "klue_re_auprc",
+    "klue_exact_match",
+    "klue_rouge_w",
 )
 # The metrics of a regression task (the others are of classification or their shape's).
 REGRESSION_METRICS = ("pearson", "spearman", "klue_sts_f1")
@@ -59,6 +61,7 @@ CLASSIFICATION_METRICS = (
     "klue_re_f1",
     "klue_re_auprc",
 )
+QA_METRICS = ("f1", "exact_match", "klue_exact_match", "klue_rouge_w")
 RECORD_FORMATS = ("jsonl", "json")
 # The formats of token tasks and the metrics each can be scored by.
 TOKEN_FORMATS = {"conll": ("entity_f1",), "klue_ner": ("klue_entity_f1", "klue_char_f1")}
@@ -157,7 +160,7 @@ class TaskSpec:
             raise UsageError(f"{where}: character tags need the tag O")
         allowed = {"regression": REGRESSION_METRICS, "single": CLASSIFICATION_METRICS,
                    "pair": CLASSIFICATION_METRICS, "choice": CLASSIFICATION_METRICS,
-                   }.get(self.shape)  # fmt: skip
+                   "qa": QA_METRICS}.get(self.shape)  # fmt: skip
         if allowed is not None and any(m not in allowed for m in self.metrics):
             raise UsageError(f"{where}: a {self.shape} task's metrics are {', '.join(allowed)}")
         if self.bad_rows not in ("raise", "skip"):
@@ -293,6 +296,11 @@ def _klue() -> tuple[TaskSpec, ...]:
         TaskSpec("klue/re", "single", "json", "sentence", "label", None, relations,
                  ("klue_re_f1", "klue_re_auprc"), splits("re"),
                  entities=("subject_entity", "object_entity")),
+        # SQuAD 2.0's layout, `guid` for `id`; exact match and ROUGE-W after KLUE's
+        # normalization, an unanswerable question's only answer the empty one.
+        TaskSpec("klue/mrc", "qa", "squad", "question", "answers",
+                 metrics=("klue_exact_match", "klue_rouge_w"), files=splits("mrc"),
+                 unanswerable=True),
     )  # fmt: skip
 
 
