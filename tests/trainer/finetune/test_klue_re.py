@@ -228,3 +228,24 @@ def test_overlapping_entities_are_refused() -> None:
     assert mark("서울에서", [a, {"word": "서", "start_idx": 3, "end_idx": 3}], ("s", "o")) == (
         "<subj>서울</subj>에<obj>서</obj>"
     )
+
+
+def test_multitask_takes_relation_extraction_beside_character_ner(korean_bert, tmp_path) -> None:
+    """MT-DNN with KLUE-RE and KLUE-NER: one encoder, its embeddings grown once for the
+    markers, and both task models saved with the marked tokenizer."""
+    from tests.trainer.finetune.test_klue_ner import write_klue_ner
+
+    re_data, ner_data, out = tmp_path / "re", tmp_path / "ner", tmp_path / "mtdnn"
+    write_klue_re(re_data, seed=4, rows=40)
+    write_klue_ner(ner_data, seed=4, sentences=40)
+    tasks = ["--task", "klue/re", "--data", str(re_data), "--task", "klue/ner"]
+    args = ["finetune", "--run", str(korean_bert), *tasks, "--data", str(ner_data)]
+    assert main([*args, "--output", str(out), "--epochs", "1", "--no-progress"]) == 0
+    summary = json.loads((out / "multitask.json").read_text())
+    assert set(summary["dev"]["klue/ner"]) == {"klue_entity_f1", "klue_char_f1"}
+    a, b = load(out / "klue-re"), load(out / "klue-ner")
+    assert a.config.model.vocab_size == b.config.model.vocab_size
+    assert _tokenizer(b.tokenizer).token_to_id("<obj>") is not None
+    encoder_a, encoder_b = a.model.encoder.state_dict(), b.model.encoder.state_dict()
+    assert all(torch.equal(encoder_a[k], encoder_b[k]) for k in encoder_a)
+    assert main(["evaluate", "--model", str(out / "klue-ner"), "--data", str(ner_data)]) == 0

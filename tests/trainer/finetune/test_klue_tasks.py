@@ -1,6 +1,6 @@
 """KLUE's YNAT, NLI and STS as built-in tasks, read from files written as KLUE releases
 them (one JSON array each, Korean text, STS's score nested in `labels`): fine-tuned end to
-end from a tiny run, scored with KLUE's metrics (the figures equal klue_metrics on the
+end from a tiny run and from its transformers export, scored with KLUE's metrics (the figures equal klue_metrics on the
 predictions written), exported to transformers with equal logits; a bad record is one
 line naming the file and the record."""
 
@@ -74,11 +74,21 @@ def write_klue(directory, task: str, seed: int = 0, rows: int = 24) -> None:
     # fmt: on
 
 
+@pytest.fixture(scope="module")
+def tiny_export(tiny_run, tmp_path_factory):
+    """The tiny run exported: a transformers directory to fine-tune from."""
+    out = tmp_path_factory.mktemp("export") / "hf"
+    assert main(["export", "--run", str(tiny_run), "--output", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("source", ["run", "transformers"])
 @pytest.mark.parametrize("task", ["klue/ynat", "klue/nli", "klue/sts"])
-def test_klue_task_end_to_end(task, tiny_run, tmp_path) -> None:
+def test_klue_task_end_to_end(task, source, tiny_run, tiny_export, tmp_path) -> None:
     data, out = tmp_path / "data", tmp_path / "tuned"
     write_klue(data, task)
-    args = ["finetune", "--run", str(tiny_run), "--task", task, "--data", str(data)]
+    start = tiny_run if source == "run" else tiny_export
+    args = ["finetune", "--run", str(start), "--task", task, "--data", str(data)]
     assert main([*args, "--output", str(out), "--epochs", "1", "--no-progress"]) == 0
     info = json.loads((out / "finetune.json").read_text())
     spec = BUILTIN[task]
@@ -132,3 +142,49 @@ def test_a_bad_klue_record_is_one_line(tiny_run, tmp_path, capsys) -> None:
     train.write_text('{"not": "an array"}')
     assert main([*args, "--output", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "not a JSON array of examples" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task", ["klue/ner", "klue/re", "klue/mrc"])
+def test_klue_tasks_of_their_own_modules_from_a_run(task, tiny_run, tmp_path) -> None:
+    """NER, RE and MRC from a training run (their learning is shown from a transformers
+    directory with a Korean vocabulary in their own test modules): dev scored, evaluate
+    agreeing, the export loading in transformers with our logits. RE adds its markers to
+    the run's tokenizer and rows to its embeddings."""
+    from tests.trainer.finetune.test_klue_mrc import write_klue_mrc
+    from tests.trainer.finetune.test_klue_ner import write_klue_ner
+    from tests.trainer.finetune.test_klue_re import write_klue_re
+
+    data, out, hf_dir = tmp_path / "data", tmp_path / "tuned", tmp_path / "hf"
+    {"klue/ner": write_klue_ner, "klue/re": write_klue_re, "klue/mrc": write_klue_mrc}[task](
+        data, 0, 24
+    )
+    args = ["finetune", "--run", str(tiny_run), "--task", task, "--data", str(data)]
+    assert main([*args, "--output", str(out), "--epochs", "1", "--no-progress"]) == 0
+    info = json.loads((out / "finetune.json").read_text())
+    spec = BUILTIN[task]
+    assert set(info["dev"]) >= set(spec.metrics)
+    assert main(["evaluate", "--model", str(out), "--data", str(data), "--device", "cpu"]) == 0
+    evaluated = json.loads((out / "eval.json").read_text())["dev"]
+    assert {m: evaluated[m] for m in spec.metrics} == pytest.approx(
+        {m: info["dev"][m] for m in spec.metrics}, abs=1e-9
+    )
+    assert main(["export", "--run", str(out), "--output", str(hf_dir)]) == 0
+    auto = {"tokens": transformers.AutoModelForTokenClassification,
+            "qa": transformers.AutoModelForQuestionAnswering,
+            "single": transformers.AutoModelForSequenceClassification}[spec.shape]  # fmt: skip
+    hf, loading = auto.from_pretrained(hf_dir, output_loading_info=True)
+    assert not loading["missing_keys"] and not loading["unexpected_keys"]
+    from clozeworks.trainer.finetune.run import _encode_split, _tokenizer
+
+    tuned = load(out)
+    encoded, _ = _encode_split(spec, data, "dev", _tokenizer(tuned.tokenizer), 128)
+    row = torch.tensor([encoded.ids[0]])
+    with torch.no_grad():
+        ours = tuned.model(row, torch.ones_like(row), torch.zeros_like(row))
+        theirs = hf.eval()(input_ids=row, attention_mask=torch.ones_like(row))
+    got = (
+        theirs.logits
+        if spec.shape != "qa"
+        else torch.stack([theirs.start_logits, theirs.end_logits], dim=-1)
+    )
+    torch.testing.assert_close(got, ours, atol=1e-4, rtol=0)
