@@ -1,8 +1,9 @@
 """KLUE's YNAT, NLI and STS as built-in tasks, read from files written as KLUE releases
 them (one JSON array each, Korean text, STS's score nested in `labels`): fine-tuned end to
-end from a tiny run and from its transformers export, scored with KLUE's metrics (the figures equal klue_metrics on the
-predictions written), exported to transformers with equal logits; a bad record is one
-line naming the file and the record."""
+end from a tiny run and from its transformers export, scored with KLUE's metrics (the
+figures equal klue_metrics on the predictions written), exported to transformers with
+equal logits; a bad record is one line naming the file and the record. NER, RE and MRC
+from a run too."""
 
 from __future__ import annotations
 
