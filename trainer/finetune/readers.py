@@ -18,6 +18,7 @@ from typing import Any
 
 from clozeworks.schemas.errors import BadInputError
 from clozeworks.schemas.validate import loads
+from clozeworks.trainer.finetune.markers import SpanError, mark
 from clozeworks.trainer.finetune.tasks import TaskSpec
 
 # GLUE's QQP and MNLI have fields far longer than csv's default 128 KB limit allows for.
@@ -182,8 +183,6 @@ def _example(
     if not text_a.strip() or (text_b is not None and not text_b.strip() and not options):
         raise BadRow("empty text")
     if spec.entities:
-        from clozeworks.trainer.finetune.klue_re import SpanError, mark
-
         entities = [_field(row, name, None) for name in spec.entities]
         try:
             text_a = mark(text_a, entities, spec.entities)

@@ -17,7 +17,8 @@ import transformers
 
 from clozeworks.cli import main
 from clozeworks.trainer.finetune import klue_metrics
-from clozeworks.trainer.finetune.klue_re import MARKERS, encode_marked, mark, with_markers
+from clozeworks.trainer.finetune.klue_re import encode_marked, with_markers
+from clozeworks.trainer.finetune.markers import MARKERS, mark
 from clozeworks.trainer.finetune.run import _encode_split, _tokenizer
 from clozeworks.trainer.finetune.store import load
 from clozeworks.trainer.finetune.tasks import BUILTIN
@@ -219,7 +220,7 @@ def test_a_bad_entity_is_one_line_naming_file_and_record(
 
 
 def test_overlapping_entities_are_refused() -> None:
-    from clozeworks.trainer.finetune.klue_re import SpanError
+    from clozeworks.trainer.finetune.markers import SpanError
 
     a = {"word": "서울", "start_idx": 0, "end_idx": 1}
     b = {"word": "울", "start_idx": 1, "end_idx": 1}
