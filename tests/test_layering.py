@@ -53,7 +53,7 @@ TRAINER_LAYERS = [
     {"families", "optim"},
     {"objectives", "presets", "datasets"},
     {"export", "init_from", "publish"},
-    {"finetune"},
+    {"finetune", "distill"},
     {"assembly", "checkpointer", "loop", "runinfo"},
 ]
 # Third-party packages a room must not need: corpus/ is usable without Beam, the trainer
