@@ -29,7 +29,7 @@ SENTENCE_OBJECTIVES: tuple[SentenceObjective, ...] = get_args(SentenceObjective)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 
 # Model families the trainer builds (trainer/families.py registers each).
-FamilyName = Literal["bert", "roberta", "albert", "electra", "gpt", "t5", "xlnet"]
+FamilyName = Literal["bert", "roberta", "albert", "electra", "distilbert", "gpt", "t5", "xlnet"]
 FAMILIES: tuple[FamilyName, ...] = get_args(FamilyName)
 
 # Training precision (trainer/precision.py): auto is bf16 on a GPU and fp32 on a CPU; fp16

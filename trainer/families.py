@@ -9,7 +9,7 @@ transformers: `hf_weights`, `to_transformers`, `from_transformers`, `layout`) pl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
 from clozeworks.trainer.data.objective_specs import ENCODER_HEADS
 from clozeworks.trainer.data.permutation import XLNET_MASKING
-from clozeworks.trainer.models import albert, bert, electra, gpt, hf, roberta, t5, xlnet
+from clozeworks.trainer.models import albert, bert, distilbert, electra, gpt, hf, roberta, t5, xlnet
 from clozeworks.trainer.models.bert import Encoder
 from clozeworks.trainer.pretraining import Pretraining
 
@@ -57,6 +57,8 @@ class Family:
     sentence_head: tuple[str, Objective] | None = None
     # The fine-tuning layout (trainer/finetune): its classes and sequence head.
     layout: Callable[[ModelConfig], hf.Layout] | None = None
+    # Where its transformers config names BERT's size fields otherwise ({BERT's: its}).
+    config_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def sentence(self) -> bool:
@@ -149,6 +151,25 @@ FAMILIES: dict[str, Family] = {
         model_types=("electra",),
         from_transformers=electra.from_transformers,
         layout=electra.layout,
+    ),
+    "distilbert": Family(
+        name="distilbert",
+        build=_pretraining(distilbert.build_encoder),
+        encoder=distilbert.build_encoder,
+        objectives=("mlm",),
+        # No sentence objective: DistilBERT dropped NSP (section 3).
+        trains=frozenset(("mlm",)),
+        exact=False,
+        # The released distillation command: Adam 5e-4, eps 1e-6, no weight decay,
+        # warm-up over 5% of the steps, gradients clipped at 5.
+        optim=OptimConfig(lr=5e-4, eps=1e-6, weight_decay=0.0, warmup_ratio=0.05, grad_clip=5.0),
+        masking=MaskingSettings(),
+        hf_weights=distilbert.hf_weights,
+        to_transformers=distilbert.to_transformers,
+        model_types=("distilbert",),
+        from_transformers=distilbert.from_transformers,
+        layout=distilbert.layout,
+        config_names=distilbert.CONFIG_NAMES,
     ),
     "gpt": Family(
         name="gpt",

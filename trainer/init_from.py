@@ -91,6 +91,10 @@ def model_config(path: str | Path, current: ModelConfig) -> tuple[ModelConfig, l
         return theirs, []
     hf = read_json_object(src.path / "config.json")
     family, pre_ln = transformers_family(hf, src.path)
+    hf = {
+        **hf,
+        **{ours: hf[theirs] for ours, theirs in family.config_names.items() if theirs in hf},
+    }
     notes = []
     act = hf.get("hidden_act", "gelu")
     if act != "gelu":

@@ -43,6 +43,8 @@ MODEL_PRESETS: dict[str, ModelConfig] = {
     "electra-base": _bert(
         12, 768, 12, family="electra", embedding_size=768, generator_fraction=1 / 3
     ),
+    # Half of BERT-base's depth, its width (Sanh et al. 2019).
+    "distilbert-base": _bert(6, 768, 12, family="distilbert", type_vocab_size=0),
 }
 
 

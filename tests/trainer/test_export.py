@@ -82,6 +82,7 @@ CASES = [
     ),
     ("albert", {"embedding_size": 16, "share": "ffn"}, ("mlm",), "AlbertForMaskedLM"),
     ("electra", {"embedding_size": 16, "generator_fraction": 0.5}, ("mlm", "rtd"), "Electra"),
+    ("distilbert", {"type_vocab_size": 0}, ("mlm",), "DistilBertForMaskedLM"),
 ]
 
 

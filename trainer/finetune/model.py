@@ -7,6 +7,7 @@ of its family, so a fine-tuned model exports with the same logits.
 | albert | dense + tanh (ALBERT's pooler), dropout, linear | `AlbertForSequenceClassification` |
 | roberta, pre-LN | dropout, dense + tanh, dropout, linear | `Roberta[PreLayerNorm]ForSeq...` |
 | electra | dropout, dense + gelu, dropout, linear | `ElectraForSequenceClassification` |
+| distilbert | dense + ReLU (`pre_classifier`), dropout, linear | `DistilBertForSeq...` |
 
 BERT and ALBERT start the pooler from the pretrained sentence head (NSP / SOP) when the
 run had one, as transformers does; everything else new is initialized like BERT
@@ -35,6 +36,9 @@ from clozeworks.trainer.families import (
     transformers_objectives,
 )
 from clozeworks.trainer.models.bert import Encoder, init_weights
+
+# The heads' activations by the name a family's layout gives.
+ACTIVATIONS = {"tanh": torch.tanh, "gelu": F.gelu, "relu": F.relu}
 
 
 @dataclass
@@ -114,10 +118,10 @@ class SequenceHead(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         x = h[:, 0]  # [B, H]
+        activation = ACTIVATIONS[self.layout.activation]
         if self.layout.pooled:
-            return self.out(self.dropout(torch.tanh(self.dense(x))))  # [B, C]
-        x = self.dense(self.dropout(x))
-        x = F.gelu(x) if self.layout.activation == "gelu" else torch.tanh(x)
+            return self.out(self.dropout(activation(self.dense(x))))  # [B, C]
+        x = activation(self.dense(self.dropout(x)))
         return self.out(self.dropout(x))  # [B, C]
 
 
@@ -252,8 +256,7 @@ class ChoiceModel(nn.Module):
         choices = input_ids.shape[1]
         types = None if token_type_ids is None else token_type_ids.flatten(0, 1)
         h = self.encoder(input_ids.flatten(0, 1), attention_mask.flatten(0, 1), types)
-        x = self.dense(h[:, 0])  # [B * C, H]
-        x = F.gelu(x) if self.activation == "gelu" else torch.tanh(x)
+        x = ACTIVATIONS[self.activation](self.dense(h[:, 0]))  # [B * C, H]
         return self.classifier(self.dropout(x)).view(-1, choices)  # [B, C]
 
 

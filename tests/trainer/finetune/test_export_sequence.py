@@ -23,6 +23,7 @@ CASES = {
     "roberta": (dict(family="roberta", type_vocab_size=0, pad_token_id=1), ("mlm",)),
     "albert": (dict(family="albert", embedding_size=16, share="all"), ("mlm", "sop")),
     "electra": (dict(family="electra", embedding_size=16), ("mlm", "rtd")),
+    "distilbert": (dict(family="distilbert", type_vocab_size=0), ("mlm",)),
 }
 
 
