@@ -24,7 +24,8 @@ MASK_KINDS: tuple[MaskKind, ...] = get_args(MaskKind)
 
 # Pretraining objectives; the sentence ones read a pair shard's label.
 SentenceObjective = Literal["nsp", "sop", "sso"]
-Objective = Literal["mlm", SentenceObjective, "sbo", "wso", "rtd", "clm", "t5", "plm"]
+# kd and cos: DistilBERT's soft targets and hidden-state cosine, learned from a teacher.
+Objective = Literal["mlm", SentenceObjective, "sbo", "wso", "kd", "cos", "rtd", "clm", "t5", "plm"]
 SENTENCE_OBJECTIVES: tuple[SentenceObjective, ...] = get_args(SentenceObjective)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 

@@ -48,7 +48,7 @@ TRAINER_LAYERS = [
     | {"preempt", "rundir", "fsdp", "precision", "tracking"},
     {"data"},
     {"models.hf", "models.bert"},
-    {"heads", "head_parts"},
+    {"heads", "head_parts", "distill.losses", "distill.parts"},
     {"models", "pretraining"},
     {"families", "optim"},
     {"objectives", "presets", "datasets"},

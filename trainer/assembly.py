@@ -17,6 +17,8 @@ from clozeworks.trainer import fsdp, init_from
 from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import copy_tokenizer, resolve
+from clozeworks.trainer.distill.parts import attach
+from clozeworks.trainer.distill.teacher import check_teacher, init_student, load_teacher
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.families import build_model, described_model
 from clozeworks.trainer.models.bert import Encoder, LayerStack
@@ -70,10 +72,19 @@ def settle_config(
         config = replace(config, model=arch)
         note = init_from.check_tokenizer(config.init_from, first, tokenizer.get("tokenizer.json"))
         notes += [note] if note else []
+    if config.teacher:
+        shards_json = tokenizer.get("tokenizer.json")
+        if shards_json is None and not d.main:  # only rank 0 read the files
+            shards_json = tokenizer_files(shards).get("tokenizer.json")
+        note = init_from.check_tokenizer(config.teacher, first, shards_json, flag="--teacher")
+        notes += [f"teacher: {note}"] if note else []
     model_config = replace(
         config.model, vocab_size=first.vocab_size, pad_token_id=first.special_tokens["pad"]
     )
     config = replace(config, model=model_config)
+    if config.teacher:  # before anything is written: its architecture alone
+        check_teacher(config.teacher, init_from.model_config(config.teacher, config.model)[0],
+                      config)  # fmt: skip
     for phase in phases:
         check_objectives(config, phase.manifest, phase.data)
     return config, phases, tokenizer, notes
@@ -118,7 +129,13 @@ def run_model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
     optimizer: it must hold the sharded parameters), its layer stacks recomputing in the
     backward pass with grad checkpointing, its encoders compiled; whether it is sharded."""
     described_model(config, "the model configured")
-    model = build_model(config).to(d.device)
+    model = build_model(config)
+    teacher = None
+    if config.teacher:
+        _, teacher = load_teacher(config.teacher)
+        if not config.init_from:  # --init-from's weights replace these at step 0
+            model.teacher_note = init_student(model, teacher)  # type: ignore[assignment]
+    model = model.to(d.device)
     # Model weights come from `seed` alone; dropout differs per rank.
     torch.manual_seed(mix_seed(config.seed, d.rank, 0xD0))
     sharded = config.fsdp and d.active
@@ -127,6 +144,8 @@ def run_model(config: TrainConfig, d: Dist) -> tuple[nn.Module, bool]:
     for module in model.modules():
         if isinstance(module, LayerStack):
             module.checkpointing = config.grad_checkpointing
+    if teacher is not None:
+        attach(model, teacher.to(d.device), config.temperature)
     if config.compile:
         # The encoders carry the FLOPs and have static shapes; the heads index with
         # data-dependent masks, which would only cause graph breaks.

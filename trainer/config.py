@@ -246,6 +246,18 @@ class TrainConfig:
         "a run or a step directory; the architecture is theirs, the optimizer fresh",
         metavar="DIR",
     )
+    # trainer/distill: the student is this run's model, the teacher frozen beside it.
+    teacher: str | None = setting(
+        None,
+        "distil from this model (a run, a step directory or a transformers directory "
+        "with an MLM head and the shards' vocabulary): DistilBERT's loss, objectives "
+        "mlm,kd,cos; a student as wide starts from every other teacher layer",
+        metavar="DIR",
+    )
+    # DistilBERT's (Sanh et al. 2019, and its released command).
+    temperature: float = setting(
+        2.0, "softmax temperature of the teacher's soft targets (kd)", **_POSITIVE
+    )
     device: Device = setting("auto", "where to train (auto: a GPU when there is one)")
     # trainer/precision.py; fp16 has a dynamic loss scale.
     precision: Precision = setting(

@@ -10,7 +10,7 @@ that has a part.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
@@ -36,6 +36,8 @@ class Encoded:
     index: torch.Tensor  # [N] flat positions MLM predicts
     targets: torch.Tensor  # [N] their labels
     batch: dict[str, Any]
+    # What one part computed that another reads (the MLM logits, a teacher's outputs).
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 class HeadPart(Protocol):
@@ -58,7 +60,8 @@ class MaskedTokens:
         return MLMHead(config, word)
 
     def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
-        logits = model.mlm(x.flat.index_select(0, x.index))
+        logits = model.mlm(x.flat.index_select(0, x.index))  # [N, V]
+        x.cache["mlm_logits"] = logits
         return classification(out, "mlm", logits, x.targets)
 
 

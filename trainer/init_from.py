@@ -119,7 +119,9 @@ def model_config(path: str | Path, current: ModelConfig) -> tuple[ModelConfig, l
     return family.from_transformers(hf, arch, src.path), notes
 
 
-def check_tokenizer(path: str | Path, manifest: Manifest, shards_json: bytes | None) -> str | None:
+def check_tokenizer(
+    path: str | Path, manifest: Manifest, shards_json: bytes | None, flag: str = "--init-from"
+) -> str | None:
     """Refuse a source whose tokenizer is not the one of the shards (`shards_json`, their
     tokenizer.json); a note when only the files differ and the vocabulary is the same."""
     src = locate(path)
@@ -136,7 +138,7 @@ def check_tokenizer(path: str | Path, manifest: Manifest, shards_json: bytes | N
     if shards_json is not None and _tokens(shards_json) == theirs[0]:
         return "same vocabulary, different tokenizer files"
     raise UsageError(
-        f"--init-from {src.path}: its tokenizer ({digest[:12]}) is not the one the shards were "
+        f"{flag} {src.path}: its tokenizer ({digest[:12]}) is not the one the shards were "
         f"encoded with ({manifest.tokenizer_sha256[:12]}); build the shards with "
         "`cloze shard --tokenizer` of that directory"
     )

@@ -189,6 +189,9 @@ class _Run:
         resumed_from = state.step
         if config.init_from and state.step == 0:
             self.checkpointer.initialize(config.init_from, self.init_notes)
+        note = getattr(self.model, "teacher_note", None)
+        if note and state.step == 0 and d.main:
+            print(f"teacher {config.teacher}: {note}", file=sys.stderr, flush=True)
         if resumed_from or config.init_from:
             # Every step from such weights is skipped as non-finite: nothing to train.
             start = f"step {resumed_from} of {self.run}" if resumed_from else config.init_from

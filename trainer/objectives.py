@@ -20,6 +20,9 @@ from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.objective_specs import check_running_text
 from clozeworks.trainer.families import FAMILIES, family_of
 
+# What a teacher adds to a run (DistilBERT's triple loss is mlm and these).
+TEACHER_OBJECTIVES = ("kd", "cos")
+
 
 def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> None:
     """UsageError unless the model family and the shard set can train `config.objectives`."""
@@ -30,6 +33,9 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
         return
     if "mlm" not in objectives:
         raise UsageError(f"objectives {','.join(objectives)}: every family trains with mlm")
+    taught = [o for o in objectives if o in TEACHER_OBJECTIVES]
+    if taught and not config.teacher:
+        raise UsageError(f"{' and '.join(taught)} learn from a teacher: give --teacher")
     sentence = [o for o in objectives if o in SENTENCE_OBJECTIVES]
     if len(sentence) > 1:
         raise UsageError(f"choose one sentence objective, not {', '.join(sentence)}")
@@ -65,6 +71,14 @@ def check_running_text_family(config: TrainConfig, manifest: Manifest, source: s
             f"objectives {','.join(objectives)} with family {family.name}: {wanted}, alone"
         )
     check_running_text(objectives, manifest, source)
+
+
+def with_teacher_objectives(config: TrainConfig) -> TrainConfig:
+    """`config` training DistilBERT's triple loss when a teacher is given and the
+    objectives are MLM alone."""
+    if config.teacher and config.objectives == ("mlm",):
+        return replace(config, objectives=("mlm", *TEACHER_OBJECTIVES))
+    return config
 
 
 def with_pair_objective(config: TrainConfig, manifest: Manifest) -> TrainConfig:

@@ -39,7 +39,7 @@ from clozeworks.trainer.data.targets import corrupted_lengths
 from clozeworks.trainer.datasets import resolve
 from clozeworks.trainer.families import FAMILIES
 from clozeworks.trainer.loop import train
-from clozeworks.trainer.objectives import with_pair_objective
+from clozeworks.trainer.objectives import with_pair_objective, with_teacher_objectives
 from clozeworks.trainer.presets import MODEL_PRESETS, preset
 from clozeworks.trainer.tracking import default_trackers, require_installed
 
@@ -177,7 +177,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         and not {"data", "start_step"} <= set(phase2)
     ):
         raise UsageError("--phase2-data and --phase2-step go together")
-    return merge(config, changes, COMMAND_LINE)
+    config = merge(config, changes, COMMAND_LINE)
+    if not args.objectives and config.objectives == preset(args.preset).objectives:
+        config = with_teacher_objectives(config)
+    return config
 
 
 def _note(line: str) -> None:
@@ -212,6 +215,8 @@ def _fit_to_shards(
             f"({manifest.premask.kind}) and trains with its stored masks"
         )
     untouched = config.objectives == preset(args.preset).objectives and not args.objectives
+    if config.teacher and not args.objectives:
+        say(f"objectives: {','.join(config.objectives)} (DistilBERT's loss from --teacher)")
     fitted = with_pair_objective(config, manifest) if untouched else config
     if fitted is not config:
         config = fitted

@@ -71,6 +71,7 @@ def _permutation(shards: Source, tokenizer: Any, sha: str | None, masking: Maski
 
 # Named, not imported: the heads sit above the data in the trainer's layers.
 _PARTS = "clozeworks.trainer.head_parts"
+_DISTILL = "clozeworks.trainer.distill.parts"
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
         ),
         ObjectiveSpec("sbo", _predicted, dynamic_masking=True, head=f"{_PARTS}:SBO"),
         ObjectiveSpec("wso", _wso_labels, dynamic_masking=True, head=f"{_PARTS}:WSO"),
+        ObjectiveSpec("kd", _predicted, head=f"{_DISTILL}:KD"),
+        ObjectiveSpec("cos", _real_tokens, head=f"{_DISTILL}:COS"),
         ObjectiveSpec("rtd", _real_tokens),
         ObjectiveSpec("clm", _predicted, targets=_causal, perplexity=True),
         ObjectiveSpec("t5", _predicted, targets=_span_corruption, perplexity=True),

@@ -1,0 +1,105 @@
+"""DistilBERT's distillation objectives as head parts of the student's encoder-with-heads
+model (trainer/head_parts.py): `kd`, the soft targets of the teacher's MLM softmax at the
+masked positions, and `cos`, the cosine between the student's and the teacher's last
+hidden states at every real token. Beside the student's own `mlm` they make DistilBERT's
+triple loss.
+
+The teacher is not a part of the student: it is kept on the model out of its module tree
+(`attach`), so it is in no checkpoint, no optimizer, no gradient clipping, no DDP
+all-reduce and no FSDP shard. It runs once per batch, without gradients and in eval mode
+(no dropout), inside the loop's autocast (bf16 on a GPU under `precision auto`); its
+outputs live in the batch's cache until the step's backward pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from clozeworks.trainer.batch_index import PACKING
+from clozeworks.trainer.config import ModelConfig
+from clozeworks.trainer.distill.losses import DISTILBERT_WEIGHTS, cosine_loss, soft_target_loss
+from clozeworks.trainer.head_parts import Encoded
+from clozeworks.trainer.heads import Outputs
+
+TEACHER = "_teacher"
+TEMPERATURE = "_temperature"
+
+
+def attach(student: nn.Module, teacher: nn.Module, temperature: float) -> None:
+    """Keep `teacher` (frozen, eval mode) on `student` outside its parameters."""
+    teacher.eval()
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+    object.__setattr__(student, TEACHER, teacher)
+    object.__setattr__(student, TEMPERATURE, temperature)
+    weights: dict[str, float] = student.loss_weights  # type: ignore[assignment]
+    weights.update({o: w for o, w in DISTILBERT_WEIGHTS.items() if o in weights})
+
+
+def teacher_of(model: nn.Module) -> nn.Module:
+    teacher = getattr(model, TEACHER, None)
+    if teacher is None:
+        raise RuntimeError("kd and cos learn from a teacher; none is attached")
+    return teacher
+
+
+def _teacher_outputs(model: nn.Module, x: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's last hidden states [B, L, H] and MLM logits at the student's
+    predicted positions [N, V], once per batch."""
+    if "teacher" not in x.cache:
+        teacher: Any = teacher_of(model)
+        batch = x.batch
+        types = batch.get("token_type_ids") if teacher.config.type_vocab_size else None
+        with torch.no_grad():
+            h = teacher.encoder(batch["input_ids"], batch["attention_mask"], types,
+                                batch.get(PACKING))  # fmt: skip
+            logits = teacher.mlm(h.flatten(0, 1).index_select(0, x.index))
+        x.cache["teacher"] = (h, logits)
+    hidden, logits = x.cache["teacher"]
+    return hidden, logits
+
+
+@dataclass(frozen=True)
+class SoftTargets:
+    """DistilBERT's soft-target loss: KL to the teacher's softmax at temperature T, times T²,
+    over the masked positions."""
+
+    attribute: str | None = None
+
+    def build(self, config: ModelConfig, word: nn.Embedding) -> None:
+        return None
+
+    def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
+        _, teacher = _teacher_outputs(model, x)
+        student = x.cache.get("mlm_logits")
+        if student is None:
+            student = model.mlm(x.flat.index_select(0, x.index))
+        loss = soft_target_loss(student, teacher, getattr(model, TEMPERATURE))
+        out["kd_loss"] = loss
+        out["kd_count"] = torch.tensor(x.index.numel())
+        return loss
+
+
+@dataclass(frozen=True)
+class HiddenCosine:
+    """DistilBERT's cosine loss between the last hidden states at every real token."""
+
+    attribute: str | None = None
+
+    def build(self, config: ModelConfig, word: nn.Embedding) -> None:
+        return None
+
+    def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
+        teacher, _ = _teacher_outputs(model, x)
+        mask = x.batch["attention_mask"]
+        loss = cosine_loss(x.h, teacher, mask)
+        out["cos_loss"] = loss
+        return loss
+
+
+KD = SoftTargets()
+COS = HiddenCosine()

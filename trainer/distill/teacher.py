@@ -1,0 +1,110 @@
+"""The teacher of a distillation run: loaded from a run, a step directory or a
+transformers directory, checked against the student, and the student's first weights
+taken from it (DistilBERT: "initialize the student from the teacher by taking one layer
+out of two", section 3).
+
+A teacher must be an encoder with an MLM head over it (bert, roberta, albert, distilbert):
+`kd` reads its MLM softmax, `cos` its last hidden states, which must then be as wide as
+the student's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from clozeworks.schemas.errors import UsageError
+from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.distill.losses import every_other_layer, uniform_layers
+from clozeworks.trainer.pretraining import Pretraining
+
+
+def load_teacher(path: str | Path) -> tuple[TrainConfig, nn.Module]:
+    """The teacher's config and model (eval mode) from `path`."""
+    from clozeworks.schemas.validate import read_json_object
+    from clozeworks.trainer.export import load_run
+    from clozeworks.trainer.families import (
+        build_model,
+        transformers_family,
+        transformers_objectives,
+    )
+    from clozeworks.trainer.init_from import load_weights, locate, model_config
+
+    src = locate(path)
+    if src.kind == "run":
+        if src.weights == src.path:  # a step directory
+            run, step = src.path.parent, int(src.path.name.removeprefix("step-"))
+        else:
+            run, step = src.path, None
+        config, model, _ = load_run(run, step)
+    else:
+        arch, _ = model_config(src.path, ModelConfig())
+        family, _ = transformers_family(read_json_object(src.path / "config.json"), src.path)
+        hf = read_json_object(src.path / "config.json")
+        config = TrainConfig(model=arch, objectives=transformers_objectives(family, hf))
+        model = build_model(config)
+        load_weights(model, config, src.path)
+    if not isinstance(model, Pretraining) or getattr(model, "mlm", None) is None:
+        raise UsageError(
+            f"--teacher {path}: a {config.model.family} model; a teacher needs an encoder with "
+            "an MLM head over it (bert, roberta, albert or distilbert)"
+        )
+    return config, model.eval()
+
+
+def check_teacher(path: str, teacher: ModelConfig, student: TrainConfig) -> None:
+    """UsageError, in one line, where the student cannot learn from this teacher."""
+    if teacher.vocab_size != student.model.vocab_size:
+        raise UsageError(
+            f"--teacher {path}: a vocabulary of {teacher.vocab_size}, the shards' has "
+            f"{student.model.vocab_size}: the soft targets would be over other tokens"
+        )
+    if "cos" in student.objectives and teacher.hidden_size != student.model.hidden_size:
+        raise UsageError(
+            f"--teacher {path}: hidden size {teacher.hidden_size}, the student's is "
+            f"{student.model.hidden_size}; cos compares hidden states of one width "
+            "(--objective mlm,kd learns from the soft targets alone)"
+        )
+
+
+def init_student(student: Any, teacher: Any) -> str:
+    """Copy the teacher's embeddings, MLM head and a chosen layer into each student layer
+    where the shapes agree; a line saying what was taken."""
+    s, t = student.config, teacher.config
+    if (
+        (s.hidden_size, s.embedding_width, s.max_position)
+        != (
+            t.hidden_size,
+            t.embedding_width,
+            t.max_position,
+        )
+        or s.intermediate_size != t.intermediate_size
+        or s.share != "none"
+        or t.share != "none"
+    ):
+        return "student initialized at random (its shapes are not the teacher's)"
+    n, m = t.num_layers, s.num_layers
+    if 2 * m == n:
+        layers = every_other_layer(n)
+    elif n % m == 0:
+        layers = [k - 1 for k in uniform_layers(m, n)]
+    else:
+        return "student initialized at random (its depth does not divide the teacher's)"
+    se, te = student.encoder.embeddings, teacher.encoder.embeddings
+    with torch.no_grad():
+        rows = min(se.word.num_embeddings, te.word.num_embeddings)
+        se.word.weight[:rows].copy_(te.word.weight[:rows])
+        se.position.weight.copy_(te.position.weight)
+        se.norm.load_state_dict(te.norm.state_dict())
+        if se.token_type is not None and te.token_type is not None:
+            se.token_type.weight.copy_(te.token_type.weight[: se.token_type.num_embeddings])
+        for mine, theirs in zip(student.encoder.layers, layers, strict=True):
+            mine.load_state_dict(teacher.encoder.layers[theirs].state_dict())
+        sm, tm = student.mlm, teacher.mlm
+        sm.dense.load_state_dict(tm.dense.state_dict())
+        sm.norm.load_state_dict(tm.norm.state_dict())
+        sm.bias[:rows].copy_(tm.bias[:rows])
+    return f"student initialized from the teacher's embeddings, MLM head and layers {layers}"
