@@ -14,6 +14,7 @@ RNG states, so a resumed run is bit-identical.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sys
 import time
@@ -49,6 +50,7 @@ from clozeworks.trainer.datasets import (
     eval_dataset,
     mixture_loader,
 )
+from clozeworks.trainer.distill.teacher import TEACHER_FILE, check_same_teacher, fingerprint
 from clozeworks.trainer.distributed import Dist, setup, teardown
 from clozeworks.trainer.metrics import (
     METRICS_FILE,
@@ -189,9 +191,14 @@ class _Run:
         resumed_from = state.step
         if config.init_from and state.step == 0:
             self.checkpointer.initialize(config.init_from, self.init_notes)
-        note = getattr(self.model, "teacher_note", None)
-        if note and state.step == 0 and d.main:
-            print(f"teacher {config.teacher}: {note}", file=sys.stderr, flush=True)
+        if config.teacher and state.step:  # every rank: a refusal on one would hang the rest
+            check_same_teacher(self.run, config.teacher)
+        elif config.teacher and d.main:
+            record = json.dumps(fingerprint(config.teacher)) + "\n"
+            LOCAL.write_atomic(str(self.run / TEACHER_FILE), record.encode("utf-8"))
+            note = getattr(self.model, "teacher_note", None)
+            if note:
+                print(f"teacher {config.teacher}: {note}", file=sys.stderr, flush=True)
         if resumed_from or config.init_from:
             # Every step from such weights is skipped as non-finite: nothing to train.
             start = f"step {resumed_from} of {self.run}" if resumed_from else config.init_from

@@ -55,6 +55,48 @@ def load_teacher(path: str | Path) -> tuple[TrainConfig, nn.Module]:
     return config, model.eval()
 
 
+TEACHER_FILE = "teacher.json"
+
+
+def fingerprint(path: str | Path) -> dict[str, str]:
+    """The checkpoint `path` stands for now (a run: its newest) and the sha256 of its
+    weights: what a resumed run must find again."""
+    import hashlib
+
+    from clozeworks.trainer.init_from import locate
+
+    src = locate(path)
+    weights = next(
+        (src.weights / n for n in ("model.safetensors", "pytorch_model.bin")
+         if (src.weights / n).is_file()),
+        None,
+    )  # fmt: skip
+    digest = hashlib.sha256()
+    if weights is not None:
+        with weights.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return {"teacher": str(path), "checkpoint": str(src.weights), "sha256": digest.hexdigest()}
+
+
+def check_same_teacher(run: Path, path: str) -> None:
+    """On resume: UsageError unless `path` holds the weights the run started with (a
+    teacher run that trained on, or other files, would change every later step)."""
+    from clozeworks.schemas.validate import read_json_object
+
+    record = run / TEACHER_FILE
+    if not record.is_file():
+        return
+    was = read_json_object(record)
+    now = fingerprint(path)
+    if was.get("sha256") != now["sha256"]:
+        raise UsageError(
+            f"--teacher {path}: its weights ({now['checkpoint']}, {now['sha256'][:12]}) are not "
+            f"the ones this run started from ({was.get('checkpoint')}, "
+            f"{str(was.get('sha256'))[:12]}); pass --teacher {was.get('checkpoint')}"
+        )
+
+
 def check_teacher(path: str, teacher: ModelConfig, student: TrainConfig) -> None:
     """UsageError, in one line, where the student cannot learn from this teacher."""
     if teacher.vocab_size != student.model.vocab_size:

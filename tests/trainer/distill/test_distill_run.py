@@ -159,3 +159,22 @@ def test_a_teacher_that_cannot_teach_is_one_line(shards_dir, teacher_run, tmp_pa
     plain = ["train", "--data", str(shards_dir), "--output", str(tmp_path / "p")]
     assert main([*plain, "--objective", "mlm,kd", "--max-steps", "2", "--warmup", "1"]) == 2
     assert "kd learn from a teacher: give --teacher" in capsys.readouterr().err
+
+
+def test_resuming_with_other_teacher_weights_is_refused(
+    shards_dir, teacher_run, tmp_path, capsys
+) -> None:
+    """The run records the teacher checkpoint and its weights' sha256; a resume that finds
+    other weights there (here: the teacher's export, other files) stops in one line."""
+    run = tmp_path / "run"
+    args = _student_args(shards_dir, teacher_run, run, tmp_path)
+    assert main([*args, "--max-steps", "2"]) == 0
+    record = json.loads((run / "teacher.json").read_text())
+    assert record["checkpoint"].endswith("step-0000020") and len(record["sha256"]) == 64
+    assert main(["export", "--run", str(teacher_run), "--output", str(tmp_path / "hf")]) == 0
+    other = [a if a != str(teacher_run) else str(tmp_path / "hf") for a in args]
+    capsys.readouterr()
+    assert main([*other, "--max-steps", "4", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "are not the ones this run started from" in err[-1], err
+    assert f"pass --teacher {record['checkpoint']}" in err[-1]
