@@ -79,7 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
-    check_apart({"output": args.output}, {"run": [args.run], "data": args.data})
+    inputs = {"run": [args.run], "data": args.data}
+    if args.teacher:
+        inputs["teacher"] = [args.teacher]
+    check_apart({"output": args.output}, inputs)
     # Beside the output: a finished model directory is swapped in for it.
     with OutputLock(LOCAL, args.output, "finetune", beside=True):
         return _run(args)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from clozeworks.cli import main
 from clozeworks.corpus.shards.blocks import iter_blocks, make_block, write_blocks, write_manifest
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.schemas.sidecars import TOKENIZER_DIR
@@ -83,3 +84,34 @@ def with_sentinels(source: Path, target: Path, count: int = 100) -> Path:
 @pytest.fixture(scope="session")
 def t5_shards(shards_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return with_sentinels(shards_dir, tmp_path_factory.mktemp("t5"))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(nsp_shards, tmp_path_factory):
+    """A tiny pretrained run (BERT, 2 layers of 32) that fine-tuning and distillation
+    tests start from."""
+    tmp = tmp_path_factory.mktemp("pretrained")
+    config = tmp / "small.toml"
+    config.write_text(
+        "[model]\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 64\n"
+        "[optim]\nwarmup_steps = 1\n",
+        encoding="utf-8",
+    )
+    run = tmp / "run"
+    args = ["train", "--data", str(nsp_shards), "--output", str(run), "--config", str(config)]
+    assert (
+        main(
+            [
+                *args,
+                "--objective",
+                "mlm,nsp",
+                "--max-steps",
+                "2",
+                "--batch-size",
+                "4",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    return run

@@ -95,6 +95,31 @@ def _encode_split(
     return encode(tokenizer, examples.items, max_len), examples.skipped
 
 
+def _teacher(settings: FinetuneSettings, spec: TaskSpec, tokenizer: Tokenizer) -> TaskModel | None:
+    """The fine-tuned teacher of `--teacher`, checked against the task and the tokenizer."""
+    if settings.teacher is None:
+        return None
+    path = Path(settings.teacher)
+    if not is_finetuned(path):
+        raise BadInputError(f"--teacher {path}: not a fine-tuned model directory (cloze finetune)")
+    tuned = load(path)
+    if (tuned.spec.shape, tuned.spec.labels) != (spec.shape, spec.labels):
+        raise UsageError(
+            f"--teacher {path}: fine-tuned for {tuned.spec.name} ({tuned.spec.shape}, labels "
+            f"{', '.join(tuned.spec.labels) or 'none'}), not for this task's predictions"
+        )
+    if _tokenizer(tuned.tokenizer).get_vocab() != tokenizer.get_vocab():
+        raise UsageError(
+            f"--teacher {path}: its tokenizer ({tuned.tokenizer}) is not the student's; the "
+            "teacher must read the same token ids"
+        )
+    if settings.max_seq_len > tuned.config.model.max_position:
+        raise SettingError(
+            "max_seq_len", f"is longer than the teacher's {tuned.config.model.max_position}"
+        )
+    return tuned.model
+
+
 def _with_markers(
     backbone: Backbone, tokenizer: Tokenizer, specs: list[TaskSpec]
 ) -> tuple[Backbone, Tokenizer, str | None]:
@@ -164,6 +189,7 @@ def run_finetune(
     dev = skipped_dev = None
     if "dev" in spec.files:
         dev, skipped_dev = _encode_split(spec, data, "dev", tokenizer, settings.max_seq_len)
+    teacher = _teacher(settings, spec, tokenizer)
     trials = [replace(settings, learning_rate=lr) for lr in tuple(sweep)] or [settings]
     best: tuple[float, TaskModel, FinetuneSettings, Any] | None = None
     tried = []
@@ -174,7 +200,7 @@ def run_finetune(
                 backbone = randomized(backbone, settings.seed)
             backbone, _, _ = _with_markers(backbone, _tokenizer(backbone.tokenizer), [spec])
         model = task_model(spec.shape, backbone, spec.num_outputs)
-        history = finetune(model, spec, train, dev, trial, pad_id, progress)
+        history = finetune(model, spec, train, dev, trial, pad_id, progress, teacher)
         final = history.epochs[-1].get("dev") or {}
         tried.append({"learning_rate": trial.learning_rate, "dev": final})
         key = final.get(spec.main_metric, float("-inf"))
@@ -312,6 +338,8 @@ def run_multitask(
         raise UsageError(f"a task is given twice: {', '.join(s.name for s in specs)}")
     if output.exists() and any(output.iterdir()) and not overwrite:
         raise UsageError(f"{output}: exists and is not empty; pass --overwrite to replace it")
+    if settings.teacher:
+        raise UsageError("--teacher takes one --task; MT-DNN trains from the gold labels")
     backbone = load_backbone(source, step)
     if random_init:
         backbone = randomized(backbone, settings.seed)

@@ -19,11 +19,13 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from clozeworks.corpus.progress import progress_bar
 from clozeworks.schemas.errors import SettingError
 from clozeworks.schemas.settings import DEFAULT_SEED, SEEDS, check_at_least, check_choices, setting
+from clozeworks.trainer.distill.losses import soft_cross_entropy
 from clozeworks.trainer.finetune import klue_metrics, metrics
 from clozeworks.trainer.finetune.encoded import Encoded
 from clozeworks.trainer.finetune.klue_ner import klue_ner_scores
@@ -91,6 +93,15 @@ class FinetuneSettings:
     seed: int = setting(DEFAULT_SEED, "head init, order and dropout", bounds=SEEDS)
     eval_batch_size: int = 128
     device: str = setting("auto", "auto, cpu, cuda, cuda:N")
+    # TinyBERT's second stage (Jiao et al. 2020, task-specific distillation): the student
+    # learns the teacher's predictions instead of the gold labels.
+    teacher: str | None = setting(
+        None,
+        "a fine-tuned model of this task (same tokenizer) whose soft predictions replace the "
+        "gold labels: TinyBERT's prediction-layer distillation",
+        metavar="DIR",
+    )
+    temperature: float = setting(1.0, "softmax temperature of the teacher's predictions")
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -104,6 +115,8 @@ class FinetuneSettings:
             raise SettingError("warmup", f"is a share of the steps in [0, 1), got {self.warmup}")
         if self.max_seq_len < 8:
             raise SettingError("max_seq_len", f"must be at least 8, got {self.max_seq_len}")
+        if not self.temperature > 0:
+            raise SettingError("temperature", f"must be > 0, got {self.temperature}")
 
     def resolved(self, hidden_size: int) -> FinetuneSettings:
         """These settings with the recipe named and its values where none is given."""
@@ -316,12 +329,38 @@ class History:
 
 @dataclass
 class TaskRun:
-    """One task of a (multi-task) fine-tuning: its model shares the encoder with the others."""
+    """One task of a (multi-task) fine-tuning: its model shares the encoder with the others;
+    with a teacher (a fine-tuned model of the task), the model learns its predictions."""
 
     spec: TaskSpec
     model: TaskModel
     train: Encoded
     dev: Encoded | None = None
+    teacher: TaskModel | None = None
+
+
+def teacher_loss(
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    labels: torch.Tensor,
+    shape: str,
+    temperature: float,
+) -> torch.Tensor:
+    """TinyBERT's prediction-layer loss on a batch: the soft cross-entropy of the student's
+    softmax against the teacher's at `temperature` (over the options for multiple choice,
+    over the labelled pieces for a token task, over the positions for the answer's start
+    and end), or the mean squared error to the teacher's score for regression (TinyBERT's
+    task_distill.py)."""
+    if shape == "regression":
+        return F.mse_loss(student.squeeze(-1).float(), teacher.squeeze(-1).float())
+    if shape == "tokens":
+        keep = labels != -100  # [B, L]
+        return soft_cross_entropy(student[keep], teacher[keep], temperature)
+    if shape == "qa":
+        start = soft_cross_entropy(student[..., 0], teacher[..., 0], temperature)
+        end = soft_cross_entropy(student[..., 1], teacher[..., 1], temperature)
+        return (start + end) / 2
+    return soft_cross_entropy(student, teacher, temperature)
 
 
 def finetune(
@@ -332,9 +371,12 @@ def finetune(
     settings: FinetuneSettings,
     pad_id: int,
     progress: bool = False,
+    teacher: TaskModel | None = None,
 ) -> History:
-    """Trains `model` in place; returns the per-epoch losses and dev scores."""
-    history = finetune_tasks([TaskRun(spec, model, train, dev)], settings, pad_id, progress)
+    """Trains `model` in place (on `teacher`'s predictions when given); returns the
+    per-epoch losses and dev scores."""
+    run = TaskRun(spec, model, train, dev, teacher)
+    history = finetune_tasks([run], settings, pad_id, progress)
     for record in history.epochs:  # one task: its scores without the task's name
         record["train_loss"] = record.pop("train_loss_by_task")[spec.name]
         if "dev_by_task" in record:
@@ -355,6 +397,9 @@ def finetune_tasks(
     torch.manual_seed(settings.seed)
     # One module holding every task model: a shared encoder's parameters appear once.
     models = nn.ModuleList([r.model for r in runs]).to(device).train()
+    for run in runs:  # frozen, without dropout, outside the optimized modules
+        if run.teacher is not None:
+            run.teacher.to(device).eval().requires_grad_(False)
     rng = random.Random(settings.seed)
     per_epoch = sum(math.ceil(r.train.size / settings.batch) for r in runs)
     total = per_epoch * settings.passes
@@ -389,7 +434,13 @@ def finetune_tasks(
         for t, rows in plan:
             run = runs[t]
             batch, labels = make_batch(run.train, rows, pad_id, device)
-            loss = task_loss(run.model(*_inputs(run.model, batch)), labels, run.spec.shape)
+            logits = run.model(*_inputs(run.model, batch))
+            if run.teacher is None:
+                loss = task_loss(logits, labels, run.spec.shape)
+            else:
+                with torch.no_grad():
+                    taught = run.teacher(*_inputs(run.teacher, batch))
+                loss = teacher_loss(logits, taught, labels, run.spec.shape, settings.temperature)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(models.parameters(), settings.max_grad_norm)
