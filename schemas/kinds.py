@@ -24,8 +24,11 @@ MASK_KINDS: tuple[MaskKind, ...] = get_args(MaskKind)
 
 # Pretraining objectives; the sentence ones read a pair shard's label.
 SentenceObjective = Literal["nsp", "sop", "sso"]
-# kd and cos: DistilBERT's soft targets and hidden-state cosine, learned from a teacher.
-Objective = Literal["mlm", SentenceObjective, "sbo", "wso", "kd", "cos", "rtd", "clm", "t5", "plm"]
+# Learned from a teacher: kd and cos, DistilBERT's soft targets and hidden-state cosine;
+# att and hid, TinyBERT's attention-score and hidden-state MSE of the mapped layers.
+Objective = Literal[
+    "mlm", SentenceObjective, "sbo", "wso", "kd", "cos", "att", "hid", "rtd", "clm", "t5", "plm"
+]
 SENTENCE_OBJECTIVES: tuple[SentenceObjective, ...] = get_args(SentenceObjective)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 

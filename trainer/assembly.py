@@ -18,7 +18,12 @@ from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.data.source import tokenizer_files
 from clozeworks.trainer.datasets import copy_tokenizer, resolve
 from clozeworks.trainer.distill.parts import attach
-from clozeworks.trainer.distill.teacher import check_teacher, init_student, load_teacher
+from clozeworks.trainer.distill.teacher import (
+    check_teacher,
+    init_student,
+    load_teacher,
+    with_teacher_width,
+)
 from clozeworks.trainer.distributed import Dist
 from clozeworks.trainer.families import build_model, described_model
 from clozeworks.trainer.models.bert import Encoder, LayerStack
@@ -83,8 +88,9 @@ def settle_config(
     )
     config = replace(config, model=model_config)
     if config.teacher:  # before anything is written: its architecture alone
-        check_teacher(config.teacher, init_from.model_config(config.teacher, config.model)[0],
-                      config)  # fmt: skip
+        teacher = init_from.model_config(config.teacher, config.model)[0]
+        check_teacher(config.teacher, teacher, config)
+        config = with_teacher_width(config, teacher)
     for phase in phases:
         check_objectives(config, phase.manifest, phase.data)
     return config, phases, tokenizer, notes

@@ -96,6 +96,12 @@ class ModelConfig:
         open_ends="high",
     )
     sbo_max_span: int = setting(32, "SpanBERT's SBO: relative positions inside a span", at_least=1)
+    # TinyBERT's W_h (one projection for every mapped layer, as its released code has it);
+    # set from --teacher when the widths differ.
+    teacher_width: int | None = setting(
+        None, "TinyBERT's hid: the teacher's width the student's states are projected to",
+        at_least=1,
+    )  # fmt: skip
     # T5 v1.1 small has 6 heads of 64 at d_model 512.
     head_size: int | None = setting(
         None, "width of one head (None: hidden_size / num_heads)", at_least=1

@@ -158,8 +158,8 @@ FAMILIES: dict[str, Family] = {
         encoder=distilbert.build_encoder,
         objectives=("mlm",),
         # No sentence objective: DistilBERT dropped NSP (section 3); distilled with a
-        # teacher (kd, cos), or MLM alone.
-        trains=frozenset(("mlm", "kd", "cos")),
+        # teacher (kd, cos; TinyBERT's att, hid), or MLM alone.
+        trains=frozenset(("mlm", "kd", "cos", "att", "hid")),
         exact=False,
         # The released distillation command: Adam 5e-4, eps 1e-6, no weight decay,
         # warm-up over 5% of the steps, gradients clipped at 5.

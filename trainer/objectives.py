@@ -17,11 +17,12 @@ from clozeworks.schemas.errors import UsageError
 from clozeworks.schemas.kinds import SENTENCE_OBJECTIVES
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.data.objective_specs import check_running_text
+from clozeworks.trainer.data.objective_specs import TEACHER_OBJECTIVES, check_running_text
 from clozeworks.trainer.families import FAMILIES, family_of
 
-# What a teacher adds to a run (DistilBERT's triple loss is mlm and these).
-TEACHER_OBJECTIVES = ("kd", "cos")
+# What a teacher adds to an MLM run unless told otherwise: DistilBERT's triple loss is mlm
+# and these.
+DISTILBERT_OBJECTIVES = ("kd", "cos")
 
 
 def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> None:
@@ -31,11 +32,15 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
     if family.running_text or running & set(objectives):
         check_running_text_family(config, manifest, source)
         return
-    if "mlm" not in objectives:
-        raise UsageError(f"objectives {','.join(objectives)}: every family trains with mlm")
     taught = [o for o in objectives if o in TEACHER_OBJECTIVES]
     if taught and not config.teacher:
         raise UsageError(f"{' and '.join(taught)} learn from a teacher: give --teacher")
+    # TinyBERT's stages learn from the teacher alone (att,hid; then kd).
+    if "mlm" not in objectives and len(taught) < len(objectives):
+        raise UsageError(
+            f"objectives {','.join(objectives)}: every family trains with mlm, or learns from "
+            f"a teacher alone ({', '.join(TEACHER_OBJECTIVES)})"
+        )
     sentence = [o for o in objectives if o in SENTENCE_OBJECTIVES]
     if len(sentence) > 1:
         raise UsageError(f"choose one sentence objective, not {', '.join(sentence)}")
@@ -77,7 +82,7 @@ def with_teacher_objectives(config: TrainConfig) -> TrainConfig:
     """`config` training DistilBERT's triple loss when a teacher is given and the
     objectives are MLM alone."""
     if config.teacher and config.objectives == ("mlm",):
-        return replace(config, objectives=("mlm", *TEACHER_OBJECTIVES))
+        return replace(config, objectives=("mlm", *DISTILBERT_OBJECTIVES))
     return config
 
 

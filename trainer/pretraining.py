@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import torch
 from torch import nn
 
 from clozeworks.schemas.kinds import OBJECTIVES
@@ -48,21 +49,31 @@ class Pretraining(nn.Module):
                 setattr(self, part.attribute, module)
         sentence = [o for o in objectives if OBJECTIVE_SPECS[o].own_mode]
         self.sentence_objective = sentence[0] if sentence else None
+        # A run that learns from a teacher alone (TinyBERT's stages) keeps the MLM head
+        # in its graph at weight 0: every parameter then has a gradient (DDP asks).
         self.loss_weights = {o: 1.0 for o in objectives}
+        if "mlm" not in objectives:
+            self.loss_weights = {"mlm": 0.0, **self.loss_weights}
+        # Parts that read every layer's states (TinyBERT's att and hid).
+        self.keep_states = any(getattr(part, "layers", False) for part in self.parts)
         self.apply(partial(init_weights, std=config.initializer_range))
 
     def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
         """Losses and counts for one batch; `labels` is -100 where nothing is predicted."""
+        states: list[torch.Tensor] | None = [] if self.keep_states else None
         h = self.encoder(
             batch["input_ids"],
             batch["attention_mask"],
             batch.get("token_type_ids"),
             batch.get(PACKING),
+            states,
         )  # [B, L, H]
         out: Outputs = {}
         index = flat_index(batch, "labels")  # [N]
         targets = batch["labels"].flatten().index_select(0, index)  # [N]
         x = Encoded(h, h.flatten(0, 1), index, targets, batch)
+        if states is not None:
+            x.cache["states"] = states
         loss = self.parts[0].loss(self, x, out)
         for part in self.parts[1:]:
             loss = loss + part.loss(self, x, out)

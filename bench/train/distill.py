@@ -32,7 +32,8 @@ STUDENT = (
 def _train(demo: Path, out: Path, steps: int, teacher: bool) -> dict[str, float]:
     config = out.parent / "student.toml"
     config.write_text(STUDENT, encoding="utf-8")
-    args = [sys.executable, "-m", "clozeworks.cli", "train", "--data", str(demo / "shards")]
+    cloze = str(Path(sys.executable).parent / "cloze")
+    args = [cloze, "train", "--data", str(demo / "shards")]
     args += ["--output", str(out), "--config", str(config), "--max-steps", str(steps)]
     args += ["--batch-size", "32", "--warmup", "0.1", "--eval-split", "0.05"]
     args += ["--eval-batches", "20", "--log-every", "25", "--no-progress", "--overwrite"]
@@ -65,10 +66,10 @@ def _probe(demo: Path, run: Path, out: Path, random_init: bool) -> float:
     data = out / "probe"
     write_package_task(data)
     spec = load_task(str(data / "task.toml"))
+    target = out / ("probe-random" if random_init else f"probe-{run.name}")
     info = run_finetune(
-        run, spec, data, out / ("random" if random_init else run.name), PROBE_SETTINGS,
-        overwrite=True, random_init=random_init,
-    )  # fmt: skip
+        run, spec, data, target, PROBE_SETTINGS, overwrite=True, random_init=random_init
+    )
     return float(info["dev"]["accuracy"])
 
 

@@ -43,6 +43,12 @@ def _real_tokens(batch: Batch) -> int:
     return int(batch["attention_mask"].sum())
 
 
+def _attention_pairs(batch: Batch) -> int:
+    # The (query, key) pairs of real tokens within each row.
+    lengths = batch["attention_mask"].sum(1)
+    return int((lengths * lengths).sum())
+
+
 def _wso_labels(batch: Batch) -> int:
     return int((batch[WSO_LABELS] != IGNORE_INDEX).sum()) if WSO_LABELS in batch else 0
 
@@ -91,6 +97,8 @@ class ObjectiveSpec:
     # `module:NAME` of a trainer.head_parts.HeadPart: its module, name and loss. Empty: a
     # family's own model makes its loss (rtd, clm, t5, plm).
     head: str = ""
+    # Learns from a teacher's outputs (--teacher).
+    from_teacher: bool = False
 
 
 OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
@@ -103,8 +111,10 @@ OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
         ),
         ObjectiveSpec("sbo", _predicted, dynamic_masking=True, head=f"{_PARTS}:SBO"),
         ObjectiveSpec("wso", _wso_labels, dynamic_masking=True, head=f"{_PARTS}:WSO"),
-        ObjectiveSpec("kd", _predicted, head=f"{_DISTILL}:KD"),
-        ObjectiveSpec("cos", _real_tokens, head=f"{_DISTILL}:COS"),
+        ObjectiveSpec("kd", _predicted, head=f"{_DISTILL}:KD", from_teacher=True),
+        ObjectiveSpec("cos", _real_tokens, head=f"{_DISTILL}:COS", from_teacher=True),
+        ObjectiveSpec("att", _attention_pairs, head=f"{_DISTILL}:ATT", from_teacher=True),
+        ObjectiveSpec("hid", _real_tokens, head=f"{_DISTILL}:HID", from_teacher=True),
         ObjectiveSpec("rtd", _real_tokens),
         ObjectiveSpec("clm", _predicted, targets=_causal, perplexity=True),
         ObjectiveSpec("t5", _predicted, targets=_span_corruption, perplexity=True),
@@ -117,6 +127,8 @@ assert tuple(OBJECTIVE_SPECS) == OBJECTIVES, "one entry per schemas.kinds.Object
 OWN_TARGETS = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.targets)
 # Objectives with a held-out perplexity.
 PERPLEXITY = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.perplexity)
+# Objectives learned from a teacher.
+TEACHER_OBJECTIVES = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.from_teacher)
 # Objectives the encoder-with-heads model trains (a head part each).
 ENCODER_HEADS = tuple(name for name, spec in OBJECTIVE_SPECS.items() if spec.head)
 

@@ -60,7 +60,7 @@ def cosine_loss(student: torch.Tensor, teacher: torch.Tensor, mask: torch.Tensor
 
 
 def soft_cross_entropy(
-    student: torch.Tensor, teacher: torch.Tensor, temperature: float = 1.0
+    student: torch.Tensor, teacher: torch.Tensor, temperature: float
 ) -> torch.Tensor:
     """[N, C] logits -> -sum softmax(teacher/T) log softmax(student/T), mean over N."""
     targets = F.softmax(teacher.float() / temperature, dim=-1)

@@ -1,8 +1,12 @@
-"""DistilBERT's distillation objectives as head parts of the student's encoder-with-heads
-model (trainer/head_parts.py): `kd`, the soft targets of the teacher's MLM softmax at the
-masked positions, and `cos`, the cosine between the student's and the teacher's last
-hidden states at every real token. Beside the student's own `mlm` they make DistilBERT's
-triple loss.
+"""The distillation objectives as head parts of the student's encoder-with-heads model
+(trainer/head_parts.py). DistilBERT's: `kd`, the soft targets of the teacher's MLM softmax
+at the masked positions, and `cos`, the cosine between the student's and the teacher's
+last hidden states at every real token; beside the student's own `mlm` they make its
+triple loss. TinyBERT's: `hid`, the MSE between the student's embeddings and layer
+outputs (projected to the teacher's width by the part's `fit`) and those of the teacher
+layers the uniform map gives them, and `att`, the MSE between their attention scores
+before the softmax; both at the real tokens only, so that a padded and an unpadded batch
+give one loss (TinyBERT's code averages over the padding too).
 
 The teacher is not a part of the student: it is kept on the model out of its module tree
 (`attach`), so it is in no checkpoint, no optimizer, no gradient clipping, no DDP
@@ -21,7 +25,14 @@ from torch import nn
 
 from clozeworks.trainer.batch_index import PACKING
 from clozeworks.trainer.config import ModelConfig
-from clozeworks.trainer.distill.losses import DISTILBERT_WEIGHTS, cosine_loss, soft_target_loss
+from clozeworks.trainer.distill.losses import (
+    DISTILBERT_WEIGHTS,
+    attention_loss,
+    cosine_loss,
+    hidden_loss,
+    soft_target_loss,
+    uniform_layers,
+)
 from clozeworks.trainer.head_parts import Encoded
 from clozeworks.trainer.heads import Outputs
 
@@ -37,7 +48,7 @@ def attach(student: nn.Module, teacher: nn.Module, temperature: float) -> None:
     object.__setattr__(student, TEACHER, teacher)
     object.__setattr__(student, TEMPERATURE, temperature)
     weights: dict[str, float] = student.loss_weights  # type: ignore[assignment]
-    weights.update({o: w for o, w in DISTILBERT_WEIGHTS.items() if o in weights})
+    weights.update({o: w for o, w in DISTILBERT_WEIGHTS.items() if weights.get(o)})
 
 
 def teacher_of(model: nn.Module) -> nn.Module:
@@ -101,5 +112,70 @@ class HiddenCosine:
         return loss
 
 
+def _layers(model: nn.Module, x: Encoded) -> tuple[list[int], list[torch.Tensor]]:
+    """The teacher layer (1-based) each student layer learns from, and the teacher's
+    embeddings and layer outputs at the real tokens, once per batch."""
+    if "teacher_states" not in x.cache:
+        teacher: Any = teacher_of(model)
+        batch = x.batch
+        types = batch.get("token_type_ids") if teacher.config.type_vocab_size else None
+        states: list[torch.Tensor] = []
+        with torch.no_grad():
+            teacher.encoder(batch["input_ids"], batch["attention_mask"], types,
+                            batch.get(PACKING), states)  # fmt: skip
+        student_layers = len(x.cache["states"]) - 1
+        x.cache["layer_map"] = uniform_layers(student_layers, len(states) - 1)
+        x.cache["teacher_states"] = states
+    return x.cache["layer_map"], x.cache["teacher_states"]
+
+
+@dataclass(frozen=True)
+class HiddenStates:
+    """TinyBERT's embedding and hidden-state loss: the sum over the student's embeddings
+    (mapped to the teacher's) and layers of the MSE of the projected student states."""
+
+    attribute: str | None = "fit"
+    layers: bool = True
+
+    def build(self, config: ModelConfig, word: nn.Embedding) -> nn.Module | None:
+        width = config.teacher_width
+        if width is None or width == config.hidden_size:
+            return None
+        return nn.Linear(config.hidden_size, width)
+
+    def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
+        mapped, teacher = _layers(model, x)
+        student = x.cache["states"]
+        loss = hidden_loss(student, [teacher[0], *(teacher[n] for n in mapped)], model.fit)
+        out["hid_loss"] = loss
+        return loss
+
+
+@dataclass(frozen=True)
+class AttentionScores:
+    """TinyBERT's attention loss: the sum over the student's layers of the MSE between its
+    scores and those of the teacher layer mapped to it, head by head."""
+
+    attribute: str | None = None
+    layers: bool = True
+
+    def build(self, config: ModelConfig, word: nn.Embedding) -> None:
+        return None
+
+    def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
+        mapped, states = _layers(model, x)
+        teacher: Any = teacher_of(model)
+        mask = x.batch["attention_mask"]
+        student = x.cache["states"]
+        mine = model.encoder.attention_scores(student, mask, range(1, len(student)))
+        with torch.no_grad():
+            theirs = teacher.encoder.attention_scores(states, mask, mapped)
+        loss = attention_loss(mine, theirs)
+        out["att_loss"] = loss
+        return loss
+
+
 KD = SoftTargets()
 COS = HiddenCosine()
+HID = HiddenStates()
+ATT = AttentionScores()

@@ -10,6 +10,7 @@ the student's.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,30 @@ def check_teacher(path: str, teacher: ModelConfig, student: TrainConfig) -> None
         raise UsageError(
             f"--teacher {path}: hidden size {teacher.hidden_size}, the student's is "
             f"{student.model.hidden_size}; cos compares hidden states of one width "
-            "(--objective mlm,kd learns from the soft targets alone)"
+            "(--objective mlm,kd learns from the soft targets alone; hid projects)"
         )
+    layered = [o for o in ("att", "hid") if o in student.objectives]
+    s = student.model
+    if layered and teacher.num_layers % s.num_layers:
+        raise UsageError(
+            f"--teacher {path}: {teacher.num_layers} layers; {' and '.join(layered)} map each "
+            f"of the student's {s.num_layers} to one of the teacher's uniformly, so the "
+            "teacher's depth must be a multiple of the student's"
+        )
+    if "att" in student.objectives and teacher.num_heads != s.num_heads:
+        raise UsageError(
+            f"--teacher {path}: {teacher.num_heads} attention heads, the student has "
+            f"{s.num_heads}; att compares the scores head by head"
+        )
+
+
+def with_teacher_width(config: TrainConfig, teacher: ModelConfig) -> TrainConfig:
+    """`config` whose student projects its states to the teacher's width for `hid`, where
+    the widths differ."""
+    width = teacher.hidden_size
+    if "hid" not in config.objectives or width == config.model.hidden_size:
+        width = None
+    return replace(config, model=replace(config.model, teacher_width=width))
 
 
 def init_student(student: Any, teacher: Any) -> str:

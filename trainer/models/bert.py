@@ -15,6 +15,8 @@ head; pre-LN: `RobertaPreLayerNormForMaskedLM`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -84,6 +86,14 @@ class SelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # [B, A, L, D]
         return self.out(y.transpose(1, 2).reshape(b, length, hidden))  # [B, L, H]
 
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, L, H] inputs -> q·kᵀ/√d [B, A, L, L], what the softmax reads before the mask
+        (TinyBERT distils these)."""
+        b, length, hidden = x.shape
+        q, k, _ = self.qkv(x).split(hidden, dim=2)
+        q, k = (t.view(b, length, self.heads, -1).transpose(1, 2) for t in (q, k))
+        return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+
     def _jagged(self, x: torch.Tensor, packing: Packing, p: float) -> torch.Tensor:
         """Attention of unpadded tokens [T, H], each row attending within itself."""
         tokens, hidden = x.shape
@@ -132,6 +142,9 @@ class Layer(nn.Module):
         self.ffn = FeedForward(config)
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
+
+    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attention_norm(x) if self.pre_ln else x
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | Packing) -> torch.Tensor:
         if self.pre_ln:
@@ -184,7 +197,10 @@ class Encoder(LayerStack):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         packing: Packing | None = None,
+        states: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
+        """[B, L] -> [B, L, H]; `states`, when given, gets the embeddings' output and each
+        layer's at the real tokens, [T, H] each (row-major, as `real_tokens` orders them)."""
         mask: torch.Tensor | Packing
         if packing is None:
             x = self.embeddings(input_ids, token_type_ids)  # [B, L, E]
@@ -195,16 +211,53 @@ class Encoder(LayerStack):
             mask = packing  # x: [T, E]
         if self.project is not None:
             x = self.project(x)  # [B, L, H] or [T, H]
+        real = None if states is None or packing is not None else real_tokens(attention_mask)
+
+        def keep(x: torch.Tensor) -> None:
+            if states is not None:
+                states.append(x if real is None else x.flatten(0, 1).index_select(0, real))
+
+        keep(x)
         # The RNG state is replayed on recomputation, so dropout masks are the same.
         recompute = self.checkpointing and self.training and torch.is_grad_enabled()
         for layer in self.layers:
             x = checkpoint(layer, x, mask, use_reentrant=False) if recompute else layer(x, mask)
+            keep(x)
         if self.final_norm is not None:
             x = self.final_norm(x)
         if packing is None:
             return x  # [B, L, H]
-        padded = x.new_zeros(packing.rows * packing.length, x.shape[-1])  # [B * L, H]
-        return padded.index_copy(0, packing.index, x).view(packing.rows, packing.length, -1)
+        return repadded(x, packing.index, packing.rows, packing.length)
+
+    def attention_scores(
+        self, states: Sequence[torch.Tensor], attention_mask: torch.Tensor, layers: Sequence[int]
+    ) -> list[torch.Tensor]:
+        """The scores of `layers` (1-based) at every (query, key) pair of real tokens in a
+        row, flat in [B, A, L, L] order, from the `states` the forward kept: a layer's
+        scores are a function of its input alone."""
+        mask = attention_mask.bool()  # [B, L]
+        rows, length = mask.shape
+        index = real_tokens(attention_mask)
+        pairs = (mask[:, None, :, None] & mask[:, None, None, :]).expand(
+            -1, self.layers[0].attention.heads, -1, -1
+        )  # [B, A, L, L]
+        out = []
+        for n in layers:
+            layer = self.layers[n - 1]
+            x = repadded(layer.attention_input(states[n - 1]), index, rows, length)
+            out.append(layer.attention.scores(x)[pairs])
+        return out
+
+
+def real_tokens(attention_mask: torch.Tensor) -> torch.Tensor:
+    """[B, L] -> [T] the flat positions of the real tokens, row-major (`Packing.index`)."""
+    return attention_mask.flatten().nonzero().squeeze(1)
+
+
+def repadded(x: torch.Tensor, index: torch.Tensor, rows: int, length: int) -> torch.Tensor:
+    """[T, H] real tokens at flat positions `index` -> [B, L, H], zeros at the padding."""
+    padded = x.new_zeros(rows * length, x.shape[-1])
+    return padded.index_copy(0, index, x).view(rows, length, -1)
 
 
 def init_weights(module: nn.Module, std: float) -> None:

@@ -18,30 +18,12 @@ from clozeworks.trainer.distill.parts import attach
 from clozeworks.trainer.distill.teacher import init_student, load_teacher
 from clozeworks.trainer.export import load_run
 from clozeworks.trainer.families import build_model
+from tests.trainer.distill.conftest import write as _write
 
-TEACHER = (
-    "[model]\nhidden_size = 32\nnum_layers = 4\nnum_heads = 2\nintermediate_size = 64\n"
-    "[optim]\nwarmup_steps = 1\n"
-)
 STUDENT = (
     '[model]\nfamily = "distilbert"\nhidden_size = 32\nnum_layers = 2\nnum_heads = 2\n'
     "intermediate_size = 64\ntype_vocab_size = 0\n[optim]\nwarmup_steps = 1\n"
 )
-
-
-def _write(path: Path, text: str) -> str:
-    path.write_text(text, encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def teacher_run(shards_dir, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("teacher")
-    run = root / "run"
-    args = ["train", "--data", str(shards_dir), "--output", str(run)]
-    args += ["--config", _write(root / "t.toml", TEACHER), "--max-steps", "20"]
-    assert main([*args, "--batch-size", "16", "--lr", "1e-3", "--no-progress"]) == 0
-    return run
 
 
 def _student_args(shards_dir, teacher_run, run: Path, tmp_path: Path) -> list[str]:
@@ -178,3 +160,49 @@ def test_resuming_with_other_teacher_weights_is_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert "are not the ones this run started from" in err[-1], err
     assert f"pass --teacher {record['checkpoint']}" in err[-1]
+
+
+def test_two_processes_distil_as_one_process_with_two_micro_batches(
+    shards_dir, teacher_run, tmp_path
+) -> None:
+    """torchrun on the CPU (gloo): each rank runs the teacher on its own batch; the student
+    ends where one process ends with the two ranks' batches as two micro-batches (kd's and
+    cos's losses normalized by their counts over the global batch)."""
+    from dataclasses import replace
+
+    from clozeworks.schemas.manifest import read_manifest
+    from clozeworks.trainer.batch_index import prepare
+    from clozeworks.trainer.config import load_config_file
+    from clozeworks.trainer.datasets import dataset_for
+    from clozeworks.trainer.distributed import Dist
+    from clozeworks.trainer.loop import _Run
+    from clozeworks.trainer.presets import preset
+    from tests.trainer.test_ddp import torchrun
+
+    settings = STUDENT.replace("[optim]", "dropout = 0.0\nattention_dropout = 0.0\n[optim]")
+    config_file = tmp_path / "ddp.toml"
+    config_file.write_text(
+        'device = "cpu"\nbatch_size = 4\nmax_steps = 4\nsave_every = 4\nshuffle_buffer = 64\n'
+        f'tensorboard = false\nteacher = "{teacher_run}"\nobjectives = ["mlm", "kd", "cos"]\n'
+        + settings,
+        encoding="utf-8",
+    )
+    run = tmp_path / "run"
+    args = ["--data", str(shards_dir), "--output", str(run), "--config", str(config_file)]
+    done = torchrun(2, [*args, "--no-progress"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = replace(load_config_file(config_file, preset("bert-tiny")), grad_accum=2)
+    reference = _Run(config, shards_dir, tmp_path / "one", Dist())
+    manifest = read_manifest(shards_dir)
+    loaders = [
+        iter(dataset_for(config, str(shards_dir), 4, Dist(rank=r, world_size=2), manifest).loader())
+        for r in range(2)
+    ]
+    for _ in range(4):
+        reference._step([prepare(next(loader), config.unpad) for loader in loaders])
+    from safetensors.torch import load_file
+
+    ddp = load_file(run / "step-0000004" / "model.safetensors")
+    ours = reference.model.state_dict()
+    for name, tensor in ddp.items():
+        assert torch.allclose(tensor, ours[name], atol=1e-5, rtol=1e-4), name
