@@ -14,7 +14,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-import torch
 from torch import nn
 
 from clozeworks.schemas.kinds import OBJECTIVES
@@ -23,7 +22,7 @@ from clozeworks.trainer.config import ModelConfig
 from clozeworks.trainer.data.objective_specs import ENCODER_HEADS, OBJECTIVE_SPECS
 from clozeworks.trainer.head_parts import Encoded, HeadPart, resolve
 from clozeworks.trainer.heads import Outputs
-from clozeworks.trainer.models.bert import Encoder, init_weights
+from clozeworks.trainer.models.bert import Encoder, Kept, init_weights
 
 
 class Pretraining(nn.Module):
@@ -54,26 +53,30 @@ class Pretraining(nn.Module):
         self.loss_weights = {o: 1.0 for o in objectives}
         if "mlm" not in objectives:
             self.loss_weights = {"mlm": 0.0, **self.loss_weights}
-        # Parts that read every layer's states (TinyBERT's att and hid).
-        self.keep_states = any(getattr(part, "layers", False) for part in self.parts)
+        # What parts read of every layer (TinyBERT's hid its states, att its scores).
+        keeps = {getattr(part, "keeps", "") for part in self.parts}
+        self.keep_states = bool(keeps - {""})
+        self.keep_scores = "scores" in keeps
         self.apply(partial(init_weights, std=config.initializer_range))
 
     def forward(self, batch: dict[str, Any], seed: int = 0) -> Outputs:
         """Losses and counts for one batch; `labels` is -100 where nothing is predicted."""
-        states: list[torch.Tensor] | None = [] if self.keep_states else None
+        kept = None
+        if self.keep_states:
+            kept = Kept(range(1, self.config.num_layers + 1) if self.keep_scores else ())
         h = self.encoder(
             batch["input_ids"],
             batch["attention_mask"],
             batch.get("token_type_ids"),
             batch.get(PACKING),
-            states,
+            kept,
         )  # [B, L, H]
         out: Outputs = {}
         index = flat_index(batch, "labels")  # [N]
         targets = batch["labels"].flatten().index_select(0, index)  # [N]
         x = Encoded(h, h.flatten(0, 1), index, targets, batch)
-        if states is not None:
-            x.cache["states"] = states
+        if kept is not None:
+            x.cache["kept"] = kept
         loss = self.parts[0].loss(self, x, out)
         for part in self.parts[1:]:
             loss = loss + part.loss(self, x, out)

@@ -35,6 +35,7 @@ from clozeworks.trainer.distill.losses import (
 )
 from clozeworks.trainer.head_parts import Encoded
 from clozeworks.trainer.heads import Outputs
+from clozeworks.trainer.models.bert import Kept
 
 TEACHER = "_teacher"
 TEMPERATURE = "_temperature"
@@ -112,21 +113,23 @@ class HiddenCosine:
         return loss
 
 
-def _layers(model: nn.Module, x: Encoded) -> tuple[list[int], list[torch.Tensor]]:
-    """The teacher layer (1-based) each student layer learns from, and the teacher's
-    embeddings and layer outputs at the real tokens, once per batch."""
-    if "teacher_states" not in x.cache:
+def _layers(model: nn.Module, x: Encoded) -> tuple[Kept, Kept]:
+    """What the student's forward kept, and the teacher's embeddings, layer outputs and
+    scores at the teacher layers the uniform map gives the student's, once per batch."""
+    student: Kept = x.cache["kept"]
+    if "teacher_kept" not in x.cache:
         teacher: Any = teacher_of(model)
         batch = x.batch
         types = batch.get("token_type_ids") if teacher.config.type_vocab_size else None
-        states: list[torch.Tensor] = []
+        mapped = uniform_layers(model.config.num_layers, teacher.config.num_layers)
+        kept = Kept(mapped if student.scores else ())
         with torch.no_grad():
             teacher.encoder(batch["input_ids"], batch["attention_mask"], types,
-                            batch.get(PACKING), states)  # fmt: skip
-        student_layers = len(x.cache["states"]) - 1
-        x.cache["layer_map"] = uniform_layers(student_layers, len(states) - 1)
-        x.cache["teacher_states"] = states
-    return x.cache["layer_map"], x.cache["teacher_states"]
+                            batch.get(PACKING), kept)  # fmt: skip
+        # The embeddings' output, then the mapped layers' outputs.
+        kept.states = [kept.states[0], *(kept.states[n] for n in mapped)]
+        x.cache["teacher_kept"] = kept
+    return student, x.cache["teacher_kept"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ class HiddenStates:
     (mapped to the teacher's) and layers of the MSE of the projected student states."""
 
     attribute: str | None = "fit"
-    layers: bool = True
+    keeps: str = "states"
 
     def build(self, config: ModelConfig, word: nn.Embedding) -> nn.Module | None:
         width = config.teacher_width
@@ -144,9 +147,8 @@ class HiddenStates:
         return nn.Linear(config.hidden_size, width)
 
     def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
-        mapped, teacher = _layers(model, x)
-        student = x.cache["states"]
-        loss = hidden_loss(student, [teacher[0], *(teacher[n] for n in mapped)], model.fit)
+        student, teacher = _layers(model, x)
+        loss = hidden_loss(student.states, teacher.states, model.fit)
         out["hid_loss"] = loss
         return loss
 
@@ -157,20 +159,14 @@ class AttentionScores:
     scores and those of the teacher layer mapped to it, head by head."""
 
     attribute: str | None = None
-    layers: bool = True
+    keeps: str = "scores"
 
     def build(self, config: ModelConfig, word: nn.Embedding) -> None:
         return None
 
     def loss(self, model: nn.Module, x: Encoded, out: Outputs) -> torch.Tensor:
-        mapped, states = _layers(model, x)
-        teacher: Any = teacher_of(model)
-        mask = x.batch["attention_mask"]
-        student = x.cache["states"]
-        mine = model.encoder.attention_scores(student, mask, range(1, len(student)))
-        with torch.no_grad():
-            theirs = teacher.encoder.attention_scores(states, mask, mapped)
-        loss = attention_loss(mine, theirs)
+        student, teacher = _layers(model, x)
+        loss = attention_loss(student.scores, teacher.scores)
         out["att_loss"] = loss
         return loss
 

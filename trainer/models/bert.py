@@ -16,7 +16,8 @@ head; pre-LN: `RobertaPreLayerNormForMaskedLM`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -143,10 +144,16 @@ class Layer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def attention_input(self, x: torch.Tensor) -> torch.Tensor:
-        return self.attention_norm(x) if self.pre_ln else x
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | Packing) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | Packing,
+        scores: Callable[[SelfAttention, torch.Tensor], None] | None = None,
+    ) -> torch.Tensor:
+        """`scores`, when given, is called with the attention and its input: inside the
+        forward, where FSDP's weights are whole."""
+        if scores is not None:
+            scores(self.attention, self.attention_norm(x) if self.pre_ln else x)
         if self.pre_ln:
             x = x + self.dropout(self.attention(self.attention_norm(x), mask))
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
@@ -163,6 +170,34 @@ class LayerStack(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.checkpointing = False
+
+
+@dataclass
+class Kept:
+    """What a forward keeps beside its output for distillation: the embeddings' output
+    and each layer's at the real tokens, [T, H] each (row-major, as `real_tokens` orders
+    them), and the attention scores of `score_layers` (1-based; `scorer`)."""
+
+    score_layers: Sequence[int] = ()
+    states: list[torch.Tensor] = field(default_factory=list)
+    scores: list[torch.Tensor] = field(default_factory=list)
+
+    def scorer(self, attention_mask: torch.Tensor) -> Callable[[SelfAttention, torch.Tensor], None]:
+        """What a layer calls with its attention and that attention's input ([B, L, H], or
+        [T, H] unpadded): keeps the scores at every (query, key) pair of real tokens in a
+        row, flat in [B, A, L, L] order."""
+        mask = attention_mask.bool()  # [B, L]
+        rows, length = mask.shape
+        index = real_tokens(attention_mask)
+        pairs = mask[:, None, :, None] & mask[:, None, None, :]  # [B, 1, L, L]
+
+        def keep(attention: SelfAttention, x: torch.Tensor) -> None:
+            if x.dim() == 2:
+                x = repadded(x, index, rows, length)
+            s = attention.scores(x)  # [B, A, L, L]
+            self.scores.append(s[pairs.expand_as(s)])
+
+        return keep
 
 
 class Encoder(LayerStack):
@@ -197,10 +232,10 @@ class Encoder(LayerStack):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         packing: Packing | None = None,
-        states: list[torch.Tensor] | None = None,
+        kept: Kept | None = None,
     ) -> torch.Tensor:
-        """[B, L] -> [B, L, H]; `states`, when given, gets the embeddings' output and each
-        layer's at the real tokens, [T, H] each (row-major, as `real_tokens` orders them)."""
+        """[B, L] -> [B, L, H]; `kept`, when given, gets the embeddings' output and each
+        layer's at the real tokens, and the attention scores of the layers it names."""
         mask: torch.Tensor | Packing
         if packing is None:
             x = self.embeddings(input_ids, token_type_ids)  # [B, L, E]
@@ -211,42 +246,28 @@ class Encoder(LayerStack):
             mask = packing  # x: [T, E]
         if self.project is not None:
             x = self.project(x)  # [B, L, H] or [T, H]
-        real = None if states is None or packing is not None else real_tokens(attention_mask)
+        real = None if kept is None or packing is not None else real_tokens(attention_mask)
 
         def keep(x: torch.Tensor) -> None:
-            if states is not None:
-                states.append(x if real is None else x.flatten(0, 1).index_select(0, real))
+            if kept is not None:
+                kept.states.append(x if real is None else x.flatten(0, 1).index_select(0, real))
 
         keep(x)
+        scores = None if kept is None or not kept.score_layers else kept.scorer(attention_mask)
         # The RNG state is replayed on recomputation, so dropout masks are the same.
         recompute = self.checkpointing and self.training and torch.is_grad_enabled()
-        for layer in self.layers:
-            x = checkpoint(layer, x, mask, use_reentrant=False) if recompute else layer(x, mask)
+        for n, layer in enumerate(self.layers, 1):
+            score = scores if kept is not None and n in kept.score_layers else None
+            if recompute:
+                x = checkpoint(layer, x, mask, score, use_reentrant=False)
+            else:
+                x = layer(x, mask, score)
             keep(x)
         if self.final_norm is not None:
             x = self.final_norm(x)
         if packing is None:
             return x  # [B, L, H]
         return repadded(x, packing.index, packing.rows, packing.length)
-
-    def attention_scores(
-        self, states: Sequence[torch.Tensor], attention_mask: torch.Tensor, layers: Sequence[int]
-    ) -> list[torch.Tensor]:
-        """The scores of `layers` (1-based) at every (query, key) pair of real tokens in a
-        row, flat in [B, A, L, L] order, from the `states` the forward kept: a layer's
-        scores are a function of its input alone."""
-        mask = attention_mask.bool()  # [B, L]
-        rows, length = mask.shape
-        index = real_tokens(attention_mask)
-        pairs = (mask[:, None, :, None] & mask[:, None, None, :]).expand(
-            -1, self.layers[0].attention.heads, -1, -1
-        )  # [B, A, L, L]
-        out = []
-        for n in layers:
-            layer = self.layers[n - 1]
-            x = repadded(layer.attention_input(states[n - 1]), index, rows, length)
-            out.append(layer.attention.scores(x)[pairs])
-        return out
 
 
 def real_tokens(attention_mask: torch.Tensor) -> torch.Tensor:

@@ -19,6 +19,7 @@ from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.distill.parts import attach
 from clozeworks.trainer.distill.teacher import load_teacher, with_teacher_width
 from clozeworks.trainer.families import build_model
+from clozeworks.trainer.models.bert import Kept
 from tests.trainer.distill.conftest import write
 
 STUDENT = (
@@ -66,19 +67,19 @@ def test_kept_states_and_scores_are_what_transformers_computes(teacher_run, tmp_
     ids, mask = batch["input_ids"], batch["attention_mask"]
     with torch.no_grad():
         ref = hf(ids, attention_mask=mask, output_hidden_states=True, output_attentions=True)
-        padded: list[torch.Tensor] = []
-        unpadded: list[torch.Tensor] = []
+        padded, unpadded = Kept([1, 2, 3, 4]), Kept([1, 2, 3, 4])
         h = teacher.encoder(ids, mask, None, None, padded)
         h2 = teacher.encoder(ids, mask, None, packing(mask), unpadded)
-        scores = teacher.encoder.attention_scores(padded, mask, [1, 2, 3, 4])
     real = mask.bool()
-    assert len(padded) == len(ref.hidden_states) == 5
-    for ours, other, theirs in zip(padded, unpadded, ref.hidden_states, strict=True):
+    assert len(padded.states) == len(ref.hidden_states) == 5
+    triples = zip(padded.states, unpadded.states, ref.hidden_states, strict=True)
+    for ours, other, theirs in triples:
         torch.testing.assert_close(ours, theirs[real], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(other, ours, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(h2[real], h[real], atol=1e-6, rtol=1e-5)
     pairs = (real[:, None, :, None] & real[:, None, None, :]).expand(-1, 2, -1, -1)
-    for flat, probs in zip(scores, ref.attentions, strict=True):
+    for flat, other, probs in zip(padded.scores, unpadded.scores, ref.attentions, strict=True):
+        torch.testing.assert_close(other, flat, atol=1e-5, rtol=1e-5)
         full = torch.full(pairs.shape, -math.inf).masked_scatter(pairs, flat)
         ours = full.softmax(-1).nan_to_num(0.0)  # rows of padding: no real key
         rows = real[:, None, :, None].expand_as(pairs)
@@ -99,10 +100,10 @@ def test_att_and_hid_are_their_definitions_on_a_fixed_batch(teacher_run) -> None
     with torch.no_grad():
         out = student(batch)
         unpadded = student({**batch, PACKING: packing(mask)})
-        s_states: list[torch.Tensor] = []
-        t_states: list[torch.Tensor] = []
-        student.encoder(ids, mask, None, None, s_states)
-        teacher.encoder(ids, mask, torch.zeros_like(ids), None, t_states)
+        s_kept, t_kept = Kept(), Kept()
+        student.encoder(ids, mask, None, None, s_kept)
+        teacher.encoder(ids, mask, torch.zeros_like(ids), None, t_kept)
+        s_states, t_states = s_kept.states, t_kept.states
 
     def direct_scores(layer, x: torch.Tensor) -> torch.Tensor:
         full = torch.zeros(*real.shape, x.shape[-1]).masked_scatter(real[..., None], x)
@@ -190,3 +191,54 @@ def test_a_teacher_the_layers_cannot_map_to_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and "Traceback" not in "".join(err), err
     assert not (tmp_path / "r").exists()
+
+
+def test_fsdp_distils_as_ddp_does(shards_dir, teacher_run, tmp_path) -> None:
+    """Two processes with --fsdp reach the weights two DDP processes reach with every
+    objective a teacher adds (the student's layers sharded, the teacher whole on each rank,
+    the scores computed inside the sharded forward)."""
+    from safetensors.torch import load_file
+
+    from tests.trainer.test_ddp import torchrun
+
+    config = write(
+        tmp_path / "s.toml",
+        f'device = "cpu"\nshuffle_buffer = 64\ntensorboard = false\nteacher = "{teacher_run}"\n'
+        + STUDENT.replace("[optim]", "dropout = 0.0\nattention_dropout = 0.0\n[optim]"),
+    )
+    runs = {}
+    for name, extra in (("ddp", []), ("fsdp", ["--fsdp"])):
+        run = tmp_path / name
+        args = ["--data", str(shards_dir), "--output", str(run), "--config", config]
+        args += ["--objective", "mlm,kd,att,hid", "--batch-size", "4", "--max-steps", "3"]
+        done = torchrun(2, [*args, "--no-progress", *extra])
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = load_file(run / "step-0000003" / "model.safetensors")
+    assert runs["ddp"].keys() == runs["fsdp"].keys() and "fit.weight" in runs["ddp"]
+    for key, tensor in runs["ddp"].items():
+        assert torch.allclose(tensor, runs["fsdp"][key], atol=1e-5, rtol=1e-4), key
+
+
+def test_recomputed_layers_give_the_same_gradients(teacher_run) -> None:
+    """With grad checkpointing the layers (and the scores kept inside them) are recomputed
+    in the backward pass: the same gradients as keeping every activation."""
+    student, teacher = _student(teacher_run, ["att", "hid"])
+    student.train()
+    for module in student.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if hasattr(module, "attention_dropout"):
+            module.attention_dropout = 0.0
+    batch = _batch(teacher.config.vocab_size)
+    grads = []
+    for checkpointing in (False, True):
+        student.encoder.checkpointing = checkpointing
+        student.zero_grad()
+        out = student(batch)
+        (out["att_loss"] + out["hid_loss"]).backward()
+        grads.append(
+            {n: p.grad.clone() for n, p in student.named_parameters() if p.grad is not None}
+        )
+    assert grads[0].keys() == grads[1].keys() and "fit.weight" in grads[0]
+    for name, grad in grads[0].items():
+        torch.testing.assert_close(grads[1][name], grad, atol=1e-6, rtol=1e-5)
