@@ -2,13 +2,15 @@
 probe, step time and peak memory.
 
 The teacher is `make demo`'s run (bert-tiny, 2 layers of 128, 1,500 steps on the stdlib
-docstrings); the student is 2 layers of 64 (a quarter of the teacher's parameters in the
-encoder), so it learns from the soft targets (`--objective mlm,kd`: the hidden states
-are of another width). Both students train `--steps` steps on the demo's shards with the
-same seed, batches and held-out split; each run is its own `cloze train` process under GNU
-time for its peak RSS. The downstream probe is the demo's (which of 4 stdlib packages a
-docstring documents), fine-tuned from each student and from random weights of the
-student's shape.
+docstrings); the student is 2 layers of 64 with the teacher's 2 heads, so it cannot start
+from the teacher's layers and learns from its outputs: the soft targets (`mlm,kd`, the
+hidden states being of another width), TinyBERT's layer losses with the soft targets
+(`mlm,kd,att,hid`), and TinyBERT's two stages (`att,hid`, then `kd` at temperature 1 from
+the first; half the steps each). Every student trains `--steps` steps on the demo's
+shards with the same seed, batches and held-out split; each run is its own `cloze train`
+process under GNU time for its peak RSS. The downstream probe is the demo's (which of 4
+stdlib packages a docstring documents), fine-tuned from each student and, with three
+seeds, from random weights of the student's shape.
 
     python -m bench.train.distill --demo demo-out --steps 600
 """
@@ -19,8 +21,10 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 STUDENT = (
@@ -29,7 +33,7 @@ STUDENT = (
 )
 
 
-def _train(demo: Path, out: Path, steps: int, teacher: bool) -> dict[str, float]:
+def _train(demo: Path, out: Path, steps: int, *extra: str) -> dict[str, float]:
     config = out.parent / "student.toml"
     config.write_text(STUDENT, encoding="utf-8")
     cloze = str(Path(sys.executable).parent / "cloze")
@@ -37,9 +41,7 @@ def _train(demo: Path, out: Path, steps: int, teacher: bool) -> dict[str, float]
     args += ["--output", str(out), "--config", str(config), "--max-steps", str(steps)]
     args += ["--batch-size", "32", "--warmup", "0.1", "--eval-split", "0.05"]
     args += ["--eval-batches", "20", "--log-every", "25", "--no-progress", "--overwrite"]
-    args += ["--report-to", "none"]
-    if teacher:
-        args += ["--teacher", str(demo / "run"), "--objective", "mlm,kd"]
+    args += ["--report-to", "none", *extra]
     timed = subprocess.run(
         ["/usr/bin/time", "-v", *args], capture_output=True, text=True, check=True
     )
@@ -57,7 +59,7 @@ def _train(demo: Path, out: Path, steps: int, teacher: bool) -> dict[str, float]
     }
 
 
-def _probe(demo: Path, run: Path, out: Path, random_init: bool) -> float:
+def _probe(run: Path, out: Path, random_init: bool, seed: int = 0) -> float:
     from clozeworks.commands.demo import PROBE_SETTINGS
     from clozeworks.corpus.text.probe import write_package_task
     from clozeworks.trainer.finetune.run import run_finetune
@@ -66,10 +68,9 @@ def _probe(demo: Path, run: Path, out: Path, random_init: bool) -> float:
     data = out / "probe"
     write_package_task(data)
     spec = load_task(str(data / "task.toml"))
-    target = out / ("probe-random" if random_init else f"probe-{run.name}")
-    info = run_finetune(
-        run, spec, data, target, PROBE_SETTINGS, overwrite=True, random_init=random_init
-    )
+    target = out / (f"probe-random-{seed}" if random_init else f"probe-{run.name}")
+    settings = replace(PROBE_SETTINGS, seed=seed)
+    info = run_finetune(run, spec, data, target, settings, overwrite=True, random_init=random_init)
     return float(info["dev"]["accuracy"])
 
 
@@ -80,26 +81,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/out/distill"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    plain = _train(args.demo, args.out / "alone", args.steps, teacher=False)
-    taught = _train(args.demo, args.out / "distilled", args.steps, teacher=True)
-    probes = {
-        "alone": _probe(args.demo, args.out / "alone", args.out, False),
-        "distilled": _probe(args.demo, args.out / "distilled", args.out, False),
-        "random": _probe(args.demo, args.out / "distilled", args.out, True),
+    teacher = ["--teacher", str(args.demo / "run")]
+    half = args.steps // 2
+    runs = {
+        "alone (mlm)": _train(args.demo, args.out / "alone", args.steps),
+        "DistilBERT (mlm,kd)": _train(
+            args.demo, args.out / "kd", args.steps, *teacher, "--objective", "mlm,kd"
+        ),
+        "mlm,kd,att,hid": _train(
+            args.demo, args.out / "all", args.steps, *teacher, "--objective", "mlm,kd,att,hid"
+        ),
     }
+    # TinyBERT's general distillation: half the steps on the layers, half on the soft
+    # targets at temperature 1, from the first stage.
+    first = _train(args.demo, args.out / "layers", half, *teacher, "--objective", "att,hid")
+    runs["TinyBERT (att,hid; kd)"] = _train(
+        args.demo, args.out / "tinybert", args.steps - half, *teacher, "--objective", "kd",
+        "--temperature", "1", "--init-from", str(args.out / "layers"),
+    )  # fmt: skip
+    runs["TinyBERT (att,hid; kd)"]["sequences_per_s"] = first["sequences_per_s"]
+    folders = dict(zip(runs, ("alone", "kd", "all", "tinybert"), strict=True))
+    probes = {name: _probe(args.out / folders[name], args.out, False) for name in runs}
+    random = [_probe(args.out / "alone", args.out, True, seed) for seed in range(3)]
     load = os.getloadavg()[0]
-    print(f"student H64 L2, {args.steps} steps, batch 32, load average {load:.2f}")
+    print(f"student H64 L2 A2, {args.steps} steps, batch 32, load average {load:.2f}")
     print("| student | held-out MLM loss | accuracy | probe dev acc | seq/s | peak RSS |")
     print("|---|---|---|---|---|---|")
-    for name, r in (("alone (mlm)", plain), ("distilled (mlm,kd)", taught)):
-        key = "alone" if name.startswith("alone") else "distilled"
+    for name, r in runs.items():
         print(
             f"| {name} | {r['eval_mlm_loss']:.3f} | {100 * r['eval_mlm_accuracy']:.1f}% | "
-            f"{probes[key]:.1f}% | {r['sequences_per_s']:.0f} | {r['peak_rss_mb']:.0f} MB |"
+            f"{probes[name]:.1f}% | {r['sequences_per_s']:.0f} | {r['peak_rss_mb']:.0f} MB |"
         )
-    print(f"| random weights | | | {probes['random']:.1f}% | | |")
-    ratio = plain["sequences_per_s"] / max(taught["sequences_per_s"], 1e-9)
-    print(f"distillation step / plain step: {ratio:.2f}x the time")
+    spread = statistics.stdev(random)
+    print(f"| random weights (3 seeds) | | | {statistics.mean(random):.1f}% +- {spread:.1f} | | |")
+    plain = runs["alone (mlm)"]["sequences_per_s"]
+    for name, r in list(runs.items())[1:]:
+        print(f"{name} step / plain step: {plain / max(r['sequences_per_s'], 1e-9):.2f}x the time")
     return 0
 
 

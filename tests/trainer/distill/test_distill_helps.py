@@ -1,12 +1,22 @@
-"""Distillation helps (slow): on the same shards, steps, seed and held-out split, a
-student of 2 layers of 64 that learns from a teacher's soft targets (`--objective mlm,kd`)
-ends at a lower held-out MLM loss than the same student trained alone, and fine-tunes on
-the demo's downstream probe better than the student's shape from random weights.
-bench/train/distill.py measures the same at the demo's scale."""
+"""Distillation helps (slow, ~20 min on 2 cores): on the demo's shards, with the same
+steps, seed, batches and held-out split, a student of 2 layers of 64 that learns from the
+demo's teacher (bert-tiny after 1,500 steps) with mlm,kd,att,hid ends at a lower held-out
+MLM loss than the same student trained alone, and fine-tunes on the demo's downstream
+probe better than the student's shape from random weights.
+
+Measured (bench/train/distill.py, 600 steps, 2026-11-28): held-out MLM loss 5.726
+distilled against 6.041 alone; probe dev accuracy with the demo's settings 53.3% +- 3.3
+(3 fine-tuning seeds) distilled, 45.2% +- 1.5 alone, 46.1% +- 5.2 from random weights (5
+seeds). The test asks for every distilled seed above the random seeds' mean, and the
+means 3 points apart. (With twice the demo's learning rate and epochs, random weights of
+this width reach 79% and the distilled student 77%: the probe's short budget is what the
+distilled student's start wins.)"""
 
 from __future__ import annotations
 
 import json
+import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,38 +25,34 @@ from clozeworks.cli import main
 
 pytestmark = pytest.mark.slow
 
-TEACHER = (
-    "[model]\nhidden_size = 128\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 512\n"
-    "[optim]\nlr = 1e-3\n"
-)
 STUDENT = (
     "[model]\nhidden_size = 64\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 256\n"
     "[optim]\nlr = 1e-3\n"
 )
 
 
-def _train(shards: Path, out: Path, config: str, steps: int, *extra: str) -> dict:
-    path = out.parent / f"{out.name}.toml"
-    path.write_text(config, encoding="utf-8")
-    args = ["train", "--data", str(shards), "--output", str(out), "--config", str(path)]
-    args += ["--max-steps", str(steps), "--batch-size", "32", "--warmup", "0.1"]
-    args += ["--eval-split", "0.1", "--eval-batches", "10", "--no-progress", *extra]
-    assert main(args) == 0
+def _train(demo: Path, out: Path, *extra: str) -> dict:
+    path = out.parent / "student.toml"
+    path.write_text(STUDENT, encoding="utf-8")
+    args = ["train", "--data", str(demo / "shards"), "--output", str(out), "--config", str(path)]
+    args += ["--max-steps", "600", "--batch-size", "32", "--warmup", "0.1"]
+    args += ["--eval-split", "0.05", "--eval-batches", "20", "--no-progress", "--report-to"]
+    assert main([*args, "none", *extra]) == 0
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     return [x for x in lines if "eval_mlm_loss" in x][-1]
 
 
-def test_a_distilled_student_beats_the_same_student_alone(shards_dir, tmp_path) -> None:
+def test_a_distilled_student_beats_the_same_student_alone(tmp_path) -> None:
     from clozeworks.commands.demo import PROBE_SETTINGS
     from clozeworks.corpus.text.probe import write_package_task
     from clozeworks.trainer.finetune.run import run_finetune
     from clozeworks.trainer.finetune.tasks import load_task
 
-    teacher = tmp_path / "teacher"
-    _train(shards_dir, teacher, TEACHER, 400)
-    alone = _train(shards_dir, tmp_path / "alone", STUDENT, 300)
-    taught = _train(shards_dir, tmp_path / "taught", STUDENT, 300, "--teacher", str(teacher),
-                    "--objective", "mlm,kd")  # fmt: skip
+    demo = tmp_path / "demo"
+    assert main(["demo", "--output", str(demo), "--no-probe", "--no-progress"]) == 0
+    alone = _train(demo, tmp_path / "alone")
+    taught = _train(demo, tmp_path / "taught", "--teacher", str(demo / "run"),
+                    "--objective", "mlm,kd,att,hid")  # fmt: skip
     print(f"held-out MLM loss: alone {alone['eval_mlm_loss']:.3f}, "
           f"distilled {taught['eval_mlm_loss']:.3f}")  # fmt: skip
     assert taught["eval_mlm_loss"] < alone["eval_mlm_loss"], (alone, taught)
@@ -54,10 +60,15 @@ def test_a_distilled_student_beats_the_same_student_alone(shards_dir, tmp_path) 
     data = tmp_path / "probe"
     write_package_task(data)
     spec = load_task(str(data / "task.toml"))
-    scores = {
-        name: run_finetune(tmp_path / "taught", spec, data, tmp_path / f"probe-{name}",
-                           PROBE_SETTINGS, random_init=name == "random")["dev"]["accuracy"]
-        for name in ("distilled", "random")
-    }  # fmt: skip
-    print(f"probe dev accuracy: {scores}")
-    assert scores["distilled"] > scores["random"], scores
+
+    def probe(random_init: bool, seed: int) -> float:
+        out = tmp_path / f"probe-{random_init}-{seed}"
+        settings = replace(PROBE_SETTINGS, seed=seed)
+        info = run_finetune(tmp_path / "taught", spec, data, out, settings, random_init=random_init)
+        return float(info["dev"]["accuracy"])
+
+    distilled = [probe(False, seed) for seed in range(3)]
+    random_weights = [probe(True, seed) for seed in range(5)]
+    print(f"probe dev accuracy: distilled {distilled}, random weights {random_weights}")
+    assert min(distilled) > statistics.mean(random_weights), (distilled, random_weights)
+    assert statistics.mean(distilled) - statistics.mean(random_weights) >= 3.0
