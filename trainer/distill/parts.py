@@ -59,20 +59,38 @@ def teacher_of(model: nn.Module) -> nn.Module:
     return teacher
 
 
-def _teacher_outputs(model: nn.Module, x: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-    """The teacher's last hidden states [B, L, H] and MLM logits at the student's
-    predicted positions [N, V], once per batch."""
+def _teacher_forward(model: nn.Module, x: Encoded) -> tuple[torch.Tensor, Kept | None]:
+    """The teacher's last hidden states [B, L, H] and, when the student keeps its layers,
+    the teacher's embeddings, the outputs and scores of the layers the uniform map gives
+    the student's: one forward per batch, whatever the objectives read of it."""
     if "teacher" not in x.cache:
         teacher: Any = teacher_of(model)
         batch = x.batch
         types = batch.get("token_type_ids") if teacher.config.type_vocab_size else None
+        student: Kept | None = x.cache.get("kept")
+        kept, mapped = None, []
+        if student is not None:
+            mapped = uniform_layers(model.config.num_layers, teacher.config.num_layers)
+            kept = Kept(mapped if student.score_layers else ())
         with torch.no_grad():
             h = teacher.encoder(batch["input_ids"], batch["attention_mask"], types,
-                                batch.get(PACKING))  # fmt: skip
-            logits = teacher.mlm(h.flatten(0, 1).index_select(0, x.index))
-        x.cache["teacher"] = (h, logits)
-    hidden, logits = x.cache["teacher"]
-    return hidden, logits
+                                batch.get(PACKING), kept)  # fmt: skip
+        if kept is not None:
+            kept.states = [kept.states[0], *(kept.states[n] for n in mapped)]
+        x.cache["teacher"] = (h, kept)
+    hidden, kept = x.cache["teacher"]
+    return hidden, kept
+
+
+def _teacher_outputs(model: nn.Module, x: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's last hidden states and MLM logits at the student's predicted
+    positions [N, V]."""
+    hidden, _ = _teacher_forward(model, x)
+    if "teacher_logits" not in x.cache:
+        with torch.no_grad():
+            logits = teacher_of(model).mlm(hidden.flatten(0, 1).index_select(0, x.index))
+        x.cache["teacher_logits"] = logits
+    return hidden, x.cache["teacher_logits"]
 
 
 @dataclass(frozen=True)
@@ -114,22 +132,10 @@ class HiddenCosine:
 
 
 def _layers(model: nn.Module, x: Encoded) -> tuple[Kept, Kept]:
-    """What the student's forward kept, and the teacher's embeddings, layer outputs and
-    scores at the teacher layers the uniform map gives the student's, once per batch."""
-    student: Kept = x.cache["kept"]
-    if "teacher_kept" not in x.cache:
-        teacher: Any = teacher_of(model)
-        batch = x.batch
-        types = batch.get("token_type_ids") if teacher.config.type_vocab_size else None
-        mapped = uniform_layers(model.config.num_layers, teacher.config.num_layers)
-        kept = Kept(mapped if student.scores else ())
-        with torch.no_grad():
-            teacher.encoder(batch["input_ids"], batch["attention_mask"], types,
-                            batch.get(PACKING), kept)  # fmt: skip
-        # The embeddings' output, then the mapped layers' outputs.
-        kept.states = [kept.states[0], *(kept.states[n] for n in mapped)]
-        x.cache["teacher_kept"] = kept
-    return student, x.cache["teacher_kept"]
+    """What the student's forward kept, and the teacher's mapped layers."""
+    _, teacher = _teacher_forward(model, x)
+    assert teacher is not None, "a part that reads the layers keeps the student's"
+    return x.cache["kept"], teacher
 
 
 @dataclass(frozen=True)

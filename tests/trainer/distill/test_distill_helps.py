@@ -2,20 +2,20 @@
 steps, seed, batches and held-out split, a student of 2 layers of 64 that learns from the
 demo's teacher (bert-tiny after 1,500 steps) with mlm,kd,att,hid ends at a lower held-out
 MLM loss than the same student trained alone, and fine-tunes on the demo's downstream
-probe better than the student's shape from random weights.
+probe better than that student.
 
 Measured (bench/train/distill.py, 600 steps, 2026-11-28): held-out MLM loss 5.726
-distilled against 6.041 alone; probe dev accuracy with the demo's settings 53.3% +- 3.3
-(3 fine-tuning seeds) distilled, 45.2% +- 1.5 alone, 46.1% +- 5.2 from random weights (5
-seeds). The test asks for every distilled seed above the random seeds' mean, and the
-means 3 points apart. (With twice the demo's learning rate and epochs, random weights of
-this width reach 79% and the distilled student 77%: the probe's short budget is what the
-distilled student's start wins.)"""
+distilled against 6.041 alone; probe dev accuracy with the demo's settings 53.0, 56.8,
+50.2 distilled against 44.9, 43.9, 46.8 alone (fine-tuning seeds 0-2; the students are
+the same runs each time). The test asks for every distilled seed above every seed of the
+student alone. Against random weights of the student's shape (10 seeds: 48.8% +- 5.2)
+the distilled student's lead is within one random seed's spread, so that is measured in
+bench/README.md, not asserted.
+"""
 
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -61,14 +61,13 @@ def test_a_distilled_student_beats_the_same_student_alone(tmp_path) -> None:
     write_package_task(data)
     spec = load_task(str(data / "task.toml"))
 
-    def probe(random_init: bool, seed: int) -> float:
-        out = tmp_path / f"probe-{random_init}-{seed}"
+    def probe(run: str, seed: int) -> float:
+        out = tmp_path / f"probe-{run}-{seed}"
         settings = replace(PROBE_SETTINGS, seed=seed)
-        info = run_finetune(tmp_path / "taught", spec, data, out, settings, random_init=random_init)
+        info = run_finetune(tmp_path / run, spec, data, out, settings)
         return float(info["dev"]["accuracy"])
 
-    distilled = [probe(False, seed) for seed in range(3)]
-    random_weights = [probe(True, seed) for seed in range(5)]
-    print(f"probe dev accuracy: distilled {distilled}, random weights {random_weights}")
-    assert min(distilled) > statistics.mean(random_weights), (distilled, random_weights)
-    assert statistics.mean(distilled) - statistics.mean(random_weights) >= 3.0
+    distilled = [probe("taught", seed) for seed in range(3)]
+    alone_probe = [probe("alone", seed) for seed in range(3)]
+    print(f"probe dev accuracy: distilled {distilled}, alone {alone_probe}")
+    assert min(distilled) > max(alone_probe), (distilled, alone_probe)

@@ -242,3 +242,22 @@ def test_recomputed_layers_give_the_same_gradients(teacher_run) -> None:
     assert grads[0].keys() == grads[1].keys() and "fit.weight" in grads[0]
     for name, grad in grads[0].items():
         torch.testing.assert_close(grads[1][name], grad, atol=1e-6, rtol=1e-5)
+
+
+def test_the_teacher_runs_in_the_students_autocast_without_gradients(teacher_run) -> None:
+    """Under bf16 autocast (precision auto on a GPU; asked for here on the CPU) the
+    teacher's layers compute in bf16, record no graph, and every loss is finite."""
+    student, teacher = _student(teacher_run, ["mlm", "kd", "att", "hid"])
+    seen: list[tuple[torch.dtype, bool]] = []
+
+    def hook(module, inputs, output) -> None:
+        seen.append((output.dtype, output.requires_grad))
+
+    handle = teacher.encoder.layers[0].attention.qkv.register_forward_hook(hook)
+    student.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = student(_batch(teacher.config.vocab_size))
+    handle.remove()
+    assert seen and all(dtype == torch.bfloat16 and not grad for dtype, grad in seen), seen
+    assert all(torch.isfinite(out[f"{o}_loss"]) for o in ("mlm", "kd", "att", "hid"))
+    assert not any(p.requires_grad for p in teacher.parameters())
