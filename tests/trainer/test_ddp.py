@@ -79,18 +79,8 @@ def test_two_cpu_processes_match_one_process_on_the_same_global_batch(nsp_shards
     assert len(state["ranks"]) == 2 and all(r["loader"]["batches"] == 6 for r in state["ranks"])
     assert state["ranks"][0]["rng"]["torch"] != state["ranks"][1]["rng"]["torch"]
 
-    # One process, the same global batch: rank r's batch is micro-batch r of each step.
-    config = replace(load_config_file(config_file, preset("bert-tiny")), grad_accum=2)
-    reference = _Run(config, nsp_shards, tmp_path / "one", Dist())
-    manifest = read_manifest(nsp_shards)
-    loaders = [
-        iter(dataset_for(config, str(nsp_shards), 4, Dist(rank=r, world_size=2), manifest).loader())
-        for r in range(2)
-    ]
-    losses = []
-    for _ in range(STEPS):
-        sums, *_ = reference._step([prepare(next(loader), config.unpad) for loader in loaders])
-        losses.append(float(sums["loss"]) / 2)
+    reference, step_sums = two_ranks_in_one_process(config_file, nsp_shards, STEPS, tmp_path)
+    losses = [float(sums["loss"]) / 2 for sums in step_sums]
     ddp = load_file(run / f"step-{STEPS:07d}" / "model.safetensors")
     ours = reference.model.state_dict()
     for name, tensor in ddp.items():
@@ -104,6 +94,25 @@ def torchrun(nproc: int, args: list[str]) -> subprocess.CompletedProcess:
     command += ["--nproc-per-node", str(nproc), "-m", "clozeworks", "train", *args]
     env = {**os.environ, "PYTHONPATH": python_path(), "OMP_NUM_THREADS": "1"}
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def two_ranks_in_one_process(
+    config_file: Path, shards: Path, steps: int, tmp_path: Path
+) -> tuple[_Run, list[dict[str, torch.Tensor]]]:
+    """One process taking the global batch of two ranks of 4 (rank r's batch is
+    micro-batch r of each step) for `steps` steps: the run and each step's sums."""
+    config = replace(load_config_file(config_file, preset("bert-tiny")), grad_accum=2)
+    reference = _Run(config, shards, tmp_path / "one", Dist())
+    manifest = read_manifest(shards)
+    loaders = [
+        iter(dataset_for(config, str(shards), 4, Dist(rank=r, world_size=2), manifest).loader())
+        for r in range(2)
+    ]
+    sums = [
+        reference._step([prepare(next(loader), config.unpad) for loader in loaders])[0]
+        for _ in range(steps)
+    ]
+    return reference, sums
 
 
 def test_a_run_resumes_on_another_number_of_processes(nsp_shards, tmp_path) -> None:

@@ -152,10 +152,11 @@ class Layer(nn.Module):
     ) -> torch.Tensor:
         """`scores`, when given, is called with the attention and its input: inside the
         forward, where FSDP's weights are whole."""
+        attention_input = self.attention_norm(x) if self.pre_ln else x
         if scores is not None:
-            scores(self.attention, self.attention_norm(x) if self.pre_ln else x)
+            scores(self.attention, attention_input)
         if self.pre_ln:
-            x = x + self.dropout(self.attention(self.attention_norm(x), mask))
+            x = x + self.dropout(self.attention(attention_input, mask))
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
         x = self.attention_norm(x + self.dropout(self.attention(x, mask)))
         return self.ffn_norm(x + self.dropout(self.ffn(x)))
@@ -257,7 +258,7 @@ class Encoder(LayerStack):
         # The RNG state is replayed on recomputation, so dropout masks are the same.
         recompute = self.checkpointing and self.training and torch.is_grad_enabled()
         for n, layer in enumerate(self.layers, 1):
-            score = scores if kept is not None and n in kept.score_layers else None
+            score = scores if scores is not None and n in kept.score_layers else None
             if recompute:
                 x = checkpoint(layer, x, mask, score, use_reentrant=False)
             else:

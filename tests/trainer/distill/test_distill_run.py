@@ -168,16 +168,9 @@ def test_two_processes_distil_as_one_process_with_two_micro_batches(
     """torchrun on the CPU (gloo): each rank runs the teacher on its own batch; the student
     ends where one process ends with the two ranks' batches as two micro-batches (kd's and
     cos's losses normalized by their counts over the global batch)."""
-    from dataclasses import replace
+    from safetensors.torch import load_file
 
-    from clozeworks.schemas.manifest import read_manifest
-    from clozeworks.trainer.batch_index import prepare
-    from clozeworks.trainer.config import load_config_file
-    from clozeworks.trainer.datasets import dataset_for
-    from clozeworks.trainer.distributed import Dist
-    from clozeworks.trainer.loop import _Run
-    from clozeworks.trainer.presets import preset
-    from tests.trainer.test_ddp import torchrun
+    from tests.trainer.test_ddp import torchrun, two_ranks_in_one_process
 
     settings = STUDENT.replace("[optim]", "dropout = 0.0\nattention_dropout = 0.0\n[optim]")
     config_file = tmp_path / "ddp.toml"
@@ -191,17 +184,7 @@ def test_two_processes_distil_as_one_process_with_two_micro_batches(
     args = ["--data", str(shards_dir), "--output", str(run), "--config", str(config_file)]
     done = torchrun(2, [*args, "--no-progress"])
     assert done.returncode == 0, done.stderr[-3000:]
-    config = replace(load_config_file(config_file, preset("bert-tiny")), grad_accum=2)
-    reference = _Run(config, shards_dir, tmp_path / "one", Dist())
-    manifest = read_manifest(shards_dir)
-    loaders = [
-        iter(dataset_for(config, str(shards_dir), 4, Dist(rank=r, world_size=2), manifest).loader())
-        for r in range(2)
-    ]
-    for _ in range(4):
-        reference._step([prepare(next(loader), config.unpad) for loader in loaders])
-    from safetensors.torch import load_file
-
+    reference, _ = two_ranks_in_one_process(config_file, shards_dir, 4, tmp_path)
     ddp = load_file(run / "step-0000004" / "model.safetensors")
     ours = reference.model.state_dict()
     for name, tensor in ddp.items():
