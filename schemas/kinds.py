@@ -27,13 +27,27 @@ SentenceObjective = Literal["nsp", "sop", "sso"]
 # Learned from a teacher: kd and cos, DistilBERT's soft targets and hidden-state cosine;
 # att and hid, TinyBERT's attention-score and hidden-state MSE of the mapped layers.
 Objective = Literal[
-    "mlm", SentenceObjective, "sbo", "wso", "kd", "cos", "att", "hid", "rtd", "clm", "t5", "plm"
+    "mlm",
+    SentenceObjective,
+    "sbo",
+    "wso",
+    "kd",
+    "cos",
+    "att",
+    "hid",
+    "rtd",
+    "clm",
+    "t5",
+    "plm",
+    "bart",
 ]
 SENTENCE_OBJECTIVES: tuple[SentenceObjective, ...] = get_args(SentenceObjective)
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 
 # Model families the trainer builds (trainer/families.py registers each).
-FamilyName = Literal["bert", "roberta", "albert", "electra", "distilbert", "gpt", "t5", "xlnet"]
+FamilyName = Literal[
+    "bert", "roberta", "albert", "electra", "distilbert", "gpt", "t5", "xlnet", "bart"
+]
 FAMILIES: tuple[FamilyName, ...] = get_args(FamilyName)
 
 # Training precision (trainer/precision.py): auto is bf16 on a GPU and fp32 on a CPU; fp16

@@ -107,7 +107,9 @@ class ModelConfig:
         None, "width of one head (None: hidden_size / num_heads)", at_least=1
     )
     # T5 (Raffel et al. 2020, section 2.1): 32 buckets, logarithmic up to a distance of 128.
-    decoder_layers: int | None = setting(None, "T5: decoder depth (None: num_layers)", at_least=1)
+    decoder_layers: int | None = setting(
+        None, "T5, BART: decoder depth (None: num_layers)", at_least=1
+    )
     relative_buckets: int = setting(32, "T5: relative position buckets", at_least=1)
     relative_max_distance: int = setting(128, "T5: distance of the last bucket", at_least=1)
 
@@ -194,8 +196,8 @@ class TrainConfig:
     masking: MaskingSettings = field(default_factory=MaskingSettings)
     objectives: tuple[Objective, ...] = setting(
         ("mlm",),
-        f"comma-separated, from: {','.join(OBJECTIVES)} (clm, t5 and plm alone: gpt's, t5's "
-        "and xlnet's)",
+        f"comma-separated, from: {','.join(OBJECTIVES)} (clm, t5, plm and bart alone: "
+        "gpt's, t5's, xlnet's and bart's)",
         flag="objective",
         metavar="LIST",
         parse=_objectives,

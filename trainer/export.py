@@ -11,6 +11,7 @@
 | gpt | `GPT2LMHeadModel` |
 | t5 | `T5ForConditionalGeneration` |
 | xlnet | `XLNetLMHeadModel` |
+| bart | `BartForConditionalGeneration` |
 
 Each family's mapping is in its model file (trainer/models/), reached through its registry
 entry (`trainer.families.to_transformers`). Pre-LN ALBERT and ELECTRA have no transformers
@@ -19,6 +20,8 @@ class and are refused.
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 import re
 import shutil
@@ -101,6 +104,7 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         hf.save_pretrained(tmp)
         copy_tokenizer_files(tokenizer, tmp)
+        _inputs_it_reads(tmp, hf)
         if sub == "":
             card = model_card(config, raw, run, chosen, type(hf).__name__, model)
             (tmp / CARD_FILE).write_text(card, encoding="utf-8")
@@ -112,6 +116,21 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
 
 
 CARD_FILE = "README.md"
+
+
+def _inputs_it_reads(directory: Path, hf: nn.Module) -> None:
+    """Drop `token_type_ids` from the copied tokenizer's outputs when the model's forward
+    takes none (BART, T5, GPT-2): `model.generate(**tokenizer(text))` refuses an input
+    the model does not read."""
+    path = directory / "tokenizer_config.json"
+    if not path.is_file() or "token_type_ids" in inspect.signature(hf.forward).parameters:
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    names = config.get("model_input_names", [])
+    if "token_type_ids" in names:
+        config["model_input_names"] = [n for n in names if n != "token_type_ids"]
+        text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+        path.write_text(text, encoding="utf-8")
 
 
 def model_card(

@@ -23,7 +23,18 @@ from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import ModelConfig, OptimConfig, TrainConfig
 from clozeworks.trainer.data.objective_specs import ENCODER_HEADS
 from clozeworks.trainer.data.permutation import XLNET_MASKING
-from clozeworks.trainer.models import albert, bert, distilbert, electra, gpt, hf, roberta, t5, xlnet
+from clozeworks.trainer.models import (
+    albert,
+    bart,
+    bert,
+    distilbert,
+    electra,
+    gpt,
+    hf,
+    roberta,
+    t5,
+    xlnet,
+)
 from clozeworks.trainer.models.bert import Encoder
 from clozeworks.trainer.pretraining import Pretraining
 
@@ -35,8 +46,8 @@ class Family:
     name: FamilyName
     # The pretraining model (heads included) for a run's config.
     build: Callable[[TrainConfig], nn.Module]
-    # The encoder a fine-tuned model starts from; None: no BERT-style encoder (GPT, T5 and
-    # XLNet are not fine-tuned here).
+    # The encoder a fine-tuned model starts from; None: no BERT-style encoder (GPT, T5,
+    # XLNet and BART are not fine-tuned here).
     encoder: EncoderBuilder | None
     # What a run of this family trains unless told otherwise; BERT and ALBERT add their
     # sentence objective on pair shards (objectives.with_pair_objective).
@@ -214,6 +225,20 @@ FAMILIES: dict[str, Family] = {
         masking=XLNET_MASKING,
         hf_weights=xlnet.hf_weights,
         to_transformers=xlnet.to_transformers,
+    ),
+    "bart": Family(
+        name="bart",
+        build=lambda config: bart.BART(config.model),
+        encoder=None,
+        objectives=("bart",),
+        trains=frozenset(("bart",)),
+        exact=True,
+        # BART-large follows RoBERTa-large's pretraining (Lewis et al. 2020, section 5.1):
+        # Adam at 4e-4, beta2 0.98, eps 1e-6, 30k warm-up, weight decay 0.01.
+        optim=OptimConfig(lr=4e-4, beta2=0.98, eps=1e-6, warmup_steps=30_000),
+        masking=MaskingSettings(),
+        hf_weights=bart.hf_weights,
+        to_transformers=bart.to_transformers,
     ),
 }
 assert tuple(FAMILIES) == NAMES, "every family in schemas.kinds has one entry"

@@ -65,8 +65,8 @@ def check_objectives(config: TrainConfig, manifest: Manifest, source: str) -> No
 
 
 def check_running_text_family(config: TrainConfig, manifest: Manifest, source: str) -> None:
-    """The gpt, t5 and xlnet families train their own objective alone, on unmasked running
-    text."""
+    """The gpt, t5, xlnet and bart families train their own objective alone, on unmasked
+    running text."""
     family, objectives = family_of(config.model), config.objectives
     if not family.running_text or objectives != family.objectives:
         wanted = ", ".join(

@@ -3,8 +3,8 @@ trained with that family's optimizer, objectives and masking (trainer/families.p
 
 Sizes are the BERT paper's (Devlin et al. 2019; the small sizes from Turc et al. 2019's
 "Well-Read Students" table): the feed-forward width is always 4 x hidden. ALBERT's from Lan
-et al. 2020 (table 1), ELECTRA's from Clark et al. 2020 (table 6), GPT-2's, T5 v1.1's and
-XLNet-Base's from their papers.
+et al. 2020 (table 1), ELECTRA's from Clark et al. 2020 (table 6), GPT-2's, T5 v1.1's,
+XLNet-Base's and BART's from their papers.
 """
 
 from __future__ import annotations
@@ -81,8 +81,26 @@ def _t5(layers: int, hidden: int, heads: int, ff: int) -> ModelConfig:
     )
 
 
+def _bart(layers: int, hidden: int, heads: int) -> ModelConfig:
+    """BART (Lewis et al. 2020, section 2.1): `layers` in the encoder and as many in the
+    decoder, GELU, 1024 learned positions, LayerNorm eps 1e-5, attention dropout 0.1 as
+    fairseq's bart.base / bart.large."""
+    return _bert(
+        layers,
+        hidden,
+        heads,
+        family="bart",
+        type_vocab_size=0,
+        max_position=1024,
+        layer_norm_eps=1e-5,
+        decoder_layers=layers,
+    )
+
+
 MODEL_PRESETS.update(
     {
+        "bart-base": _bart(6, 768, 12),
+        "bart-large": _bart(12, 1024, 16),
         "gpt2-small": _gpt2(12, 768, 12),
         "t5-small": _t5(8, 512, 6, 1024),
         "t5-base": _t5(12, 768, 12, 2048),

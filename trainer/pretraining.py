@@ -1,5 +1,5 @@
 """An encoder with the heads of the chosen objectives: the pretraining model of BERT,
-RoBERTa and ALBERT (ELECTRA, GPT, T5 and XLNet have their own in trainer/models/).
+RoBERTa and ALBERT (ELECTRA, GPT, T5, XLNet and BART have their own in trainer/models/).
 
 Each objective's head part (trainer/head_parts.py, named by its registry entry) builds
 the module it keeps and computes its loss. The forward takes the loader's batch dict and

@@ -3,7 +3,8 @@
 Presets: bert-tiny ... bert-large (BERT paper sizes), roberta-base/large, albert-base/large,
 electra-small/base, gpt2-small (causal LM, --objective clm), t5-small/base (T5 v1.1, span
 corruption, --objective t5; its vocabulary needs `cloze vocab --sentinels 100`), xlnet-base
-(permutation LM, --objective plm), each with
+(permutation LM, --objective plm), bart-base/large (denoising, --objective bart, on
+doc-sentences shards), each with
 its paper's optimizer. A config file (TOML or JSON, e.g. the
 run's own config.json) overrides the preset; flags override both. Multi-process:
 `torchrun --nproc-per-node N -m clozeworks train ...` (DDP; NCCL on GPU, gloo on CPU).

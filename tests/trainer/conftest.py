@@ -115,3 +115,13 @@ def tiny_run(nsp_shards, tmp_path_factory):
         == 0
     )
     return run
+
+
+@pytest.fixture(scope="session")
+def doc_shards(small_build, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's documents as doc-sentences rows of up to 96 tokens (BART's shards)."""
+    paths = small_build[0]
+    out = tmp_path_factory.mktemp("doc") / "shards"
+    args = ["shard", "--input", paths.docs, "--tokenizer", paths.tokenizer, "--output", str(out)]
+    assert main([*args, "--mode", "doc-sentences", "--max-seq-len", "96", "--no-progress"]) == 0
+    return out

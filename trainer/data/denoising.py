@@ -37,6 +37,8 @@ from clozeworks.corpus.shards.masking import IGNORE_INDEX, MaskTables
 _STREAM = 113  # this module's (targets.py has 110, 111; permutation.py 112)
 # Per-row counts the `bart` objective reports: tokens in, tokens out, mask tokens out.
 DENOISE_STATS = "denoise_stats"
+# The original rows shifted right behind `</s>`: what the decoder reads.
+DECODER_INPUTS = "decoder_input_ids"
 PAD_MULTIPLE = 8
 
 
@@ -172,11 +174,14 @@ class RowNoise:
 class Denoising:
     """BART's inputs and targets for a collated batch of rows, in place: `input_ids` and
     `attention_mask` become the noised rows, `labels` the original rows (-100 at padding),
-    `denoise_stats` [B, 3] each row's tokens, noised tokens and `[MASK]`s."""
+    `decoder_input_ids` the original rows shifted right behind `eos` (fairseq's
+    `prev_output_tokens`), `denoise_stats` [B, 3] each row's tokens, noised tokens and
+    `[MASK]`s."""
 
     tables: MaskTables
     full_stop: int | None
     pad: int
+    eos: int
     settings: DenoisingSettings = DenoisingSettings()
 
     def noise(self, tokens: np.ndarray, key: int) -> np.ndarray:
@@ -199,7 +204,12 @@ class Denoising:
         inputs = torch.from_numpy(out).to(ids.device)
         counts = torch.tensor([len(x) for x in noised], device=ids.device)
         real = torch.arange(width, device=ids.device) < counts[:, None]
-        batch["labels"] = ids.masked_fill(~batch["attention_mask"].bool(), IGNORE_INDEX)
+        original = batch["attention_mask"].bool()
+        batch["labels"] = ids.masked_fill(~original, IGNORE_INDEX)
+        shifted = torch.full_like(ids, self.pad)
+        shifted[:, 0] = self.eos
+        shifted[:, 1:] = ids[:, :-1].masked_fill(~original[:, :-1], self.pad)
+        batch[DECODER_INPUTS] = shifted
         batch["input_ids"] = inputs
         batch["attention_mask"] = real.long()
         masks = ((inputs == self.tables.mask_id) & real).sum(1)

@@ -36,6 +36,7 @@ from clozeworks.schemas.kinds import OBJECTIVES, ON_ERROR, OnError
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.config import MAX_EVAL_SPLIT, SHUFFLE_BUFFER, TrainConfig
 from clozeworks.trainer.data.collate import collate
+from clozeworks.trainer.data.denoising import Denoising
 from clozeworks.trainer.data.masking import WSO_PROB, BatchMasker
 from clozeworks.trainer.data.objective_specs import check_shards, target_maker
 from clozeworks.trainer.data.permutation import PermutationTargets
@@ -64,8 +65,8 @@ class ShardDataset:
         (with `manifest=` for pipes). rank / world_size default to torch.distributed's.
     masking: dynamic masking of unmasked shards (pre-masked shards pass through unchanged).
     objectives: "sbo" and "wso" add their batch fields; sentence labels come with pair modes;
-        "clm", "t5" and "plm" make their targets instead of masking (`trainer.data.targets`,
-        `trainer.data.permutation`).
+        "clm", "t5", "plm" and "bart" make their targets instead of masking
+        (`trainer.data.targets`, `trainer.data.permutation`, `trainer.data.denoising`).
     tokenizer / tokenizer_sha256: the tokenizer the run uses; refused unless it is the one
         the shards were encoded with. Word-level masking needs the tokenizer (the copy
         shipped with the shards is used when none is given).
@@ -143,7 +144,9 @@ class ShardDataset:
             shuffle_buffer,
             length_bucketing,
         )
-        self.masker: BatchMasker | CausalTargets | SpanCorruption | PermutationTargets | None
+        self.masker: (
+            BatchMasker | CausalTargets | SpanCorruption | PermutationTargets | Denoising | None
+        )
         self.masker = None
         own = target_maker(self.objectives)
         if own is not None:

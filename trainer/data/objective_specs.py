@@ -2,8 +2,9 @@
 
 An entry says how many predictions the objective makes in a host batch (the loop
 normalizes each loss by its count over the global batch), which target maker builds its
-labels when it makes its own from running text (`clm`, `t5`, `plm`) instead of masking,
-whether its shards must be of its own mode (the sentence objectives), whether it needs
+labels when it makes its own from running text (`clm`, `t5`, `plm`, `bart`) instead of
+masking, whether its shards must be of its own mode (the sentence objectives) or of
+certain packed modes (`bart`: doc-sentences), whether it needs
 dynamic masking (`sbo`, `wso` add fields the masker makes), and whether a held-out
 perplexity is reported for it (the language-model losses). An entry also names the
 head part it adds to the encoder-with-heads model (trainer/head_parts.py); which other
@@ -22,10 +23,11 @@ import torch
 
 from clozeworks.corpus.shards.masking import IGNORE_INDEX
 from clozeworks.schemas.errors import UsageError
-from clozeworks.schemas.kinds import OBJECTIVES, PACKED_MODES, SENTENCE_OBJECTIVES
+from clozeworks.schemas.kinds import OBJECTIVES, PACKED_MODES, SENTENCE_OBJECTIVES, PackedMode
 from clozeworks.schemas.manifest import Manifest
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.trainer.batch_index import WSO_LABELS
+from clozeworks.trainer.data.denoising import Denoising
 from clozeworks.trainer.data.permutation import PermutationTargets
 from clozeworks.trainer.data.source import Source, checked_tokenizer, mask_tables, sentinel_ids
 from clozeworks.trainer.data.targets import CausalTargets, SpanCorruption
@@ -75,6 +77,16 @@ def _permutation(shards: Source, tokenizer: Any, sha: str | None, masking: Maski
     return PermutationTargets(tables, masking)
 
 
+def _denoising(shards: Source, tokenizer: Any, sha: str | None, masking: MaskingSettings) -> Any:
+    tables = mask_tables(shards, tokenizer, sha, True, False)
+    special = shards.manifest.special_tokens
+    checked = checked_tokenizer(shards, tokenizer, sha)
+    stop = None if checked is None else checked.tokenizer.token_to_id(FULL_STOP)
+    return Denoising(tables, stop, special["pad"], special["sep"])
+
+
+# BART's sentences end after a full stop token, as fairseq finds them in GPT-2's ids.
+FULL_STOP = "."
 # Named, not imported: the heads sit above the data in the trainer's layers.
 _PARTS = "clozeworks.trainer.head_parts"
 _DISTILL = "clozeworks.trainer.distill.parts"
@@ -95,10 +107,12 @@ class ObjectiveSpec:
     perplexity: bool = False
     # What it adds to the encoder-with-heads model (BERT, RoBERTa, ALBERT), as
     # `module:NAME` of a trainer.head_parts.HeadPart: its module, name and loss. Empty: a
-    # family's own model makes its loss (rtd, clm, t5, plm).
+    # family's own model makes its loss (rtd, clm, t5, plm, bart).
     head: str = ""
     # Learns from a teacher's outputs (--teacher).
     from_teacher: bool = False
+    # The packed modes it reads when it makes its own targets.
+    modes: tuple[PackedMode, ...] = PACKED_MODES
 
 
 OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
@@ -119,6 +133,10 @@ OBJECTIVE_SPECS: dict[str, ObjectiveSpec] = {
         ObjectiveSpec("clm", _predicted, targets=_causal, perplexity=True),
         ObjectiveSpec("t5", _predicted, targets=_span_corruption, perplexity=True),
         ObjectiveSpec("plm", _predicted, targets=_permutation, perplexity=True),
+        # Sentence permutation moves a document's sentences: rows never cross documents.
+        ObjectiveSpec(
+            "bart", _predicted, targets=_denoising, perplexity=True, modes=("doc-sentences",)
+        ),
     )
 }
 assert tuple(OBJECTIVE_SPECS) == OBJECTIVES, "one entry per schemas.kinds.Objective, in order"
@@ -180,8 +198,11 @@ def check_running_text(objectives: Sequence[str], manifest: Manifest, source: st
     names = ", ".join(own)
     if manifest.premask is not None:
         raise UsageError(f"{names} makes its own targets; {source} is pre-masked")
-    if manifest.mode not in PACKED_MODES:
-        raise UsageError(
-            f"{names} reads running text: shards built with --mode {' / '.join(PACKED_MODES)}; "
-            f"{source} holds {manifest.mode} pairs"
-        )
+    for name in own:
+        modes = OBJECTIVE_SPECS[name].modes
+        if manifest.mode not in modes:
+            held = "pairs" if manifest.mode not in PACKED_MODES else "rows"
+            raise UsageError(
+                f"{name} reads running text: shards built with --mode {' / '.join(modes)}; "
+                f"{source} holds {manifest.mode} {held}"
+            )

@@ -17,6 +17,7 @@ import torch
 
 from clozeworks.corpus.shards.masking import IGNORE_INDEX, MaskTables
 from clozeworks.trainer.data.denoising import (
+    DECODER_INPUTS,
     DENOISE_STATS,
     Denoising,
     DenoisingSettings,
@@ -100,7 +101,7 @@ def _reference(rows: list[np.ndarray], s: DenoisingSettings) -> list[tuple[int, 
 
 
 def _ours(rows: list[np.ndarray], s: DenoisingSettings) -> list[tuple[int, np.ndarray]]:
-    noise = Denoising(TABLES, STOP, PAD, s)
+    noise = Denoising(TABLES, STOP, PAD, SEP, s)
     return [
         (i, noise.noise(row, key=epoch * 1_000_003 + i))
         for epoch in range(DRAWS)
@@ -208,7 +209,7 @@ def test_span_distribution_is_fairseqs() -> None:
 
 
 def test_a_rows_noise_is_its_keys(rows: list[np.ndarray]) -> None:
-    noise = Denoising(TABLES, STOP, PAD)
+    noise = Denoising(TABLES, STOP, PAD, SEP)
     a = noise.noise(rows[0], key=11)
     assert np.array_equal(a, noise.noise(rows[0], key=11))
     assert not np.array_equal(a, noise.noise(rows[0], key=12))
@@ -223,7 +224,7 @@ def test_batch_noise_is_each_rows_and_labels_are_the_rows(rows: list[np.ndarray]
     real = ids != PAD
     batch = {"input_ids": ids.clone(), "attention_mask": real.long()}
     keys = torch.tensor([5, 6, 7, 8, 9])
-    noise = Denoising(TABLES, STOP, PAD)
+    noise = Denoising(TABLES, STOP, PAD, SEP)
     noise(batch, keys)
     for i, r in enumerate(rows[:5]):
         n = int(batch["attention_mask"][i].sum())
@@ -231,6 +232,10 @@ def test_batch_noise_is_each_rows_and_labels_are_the_rows(rows: list[np.ndarray]
         assert (batch["input_ids"][i, n:] == PAD).all()
         assert torch.equal(batch["labels"][i, : len(r)], torch.from_numpy(r))
         assert (batch["labels"][i, len(r) :] == IGNORE_INDEX).all()
+        # transformers' shift_tokens_right of the labels (-100 read as pad) behind </s>.
+        expected = torch.full((width,), PAD)
+        expected[0], expected[1 : len(r) + 1] = SEP, torch.from_numpy(r)[: width - 1]
+        assert torch.equal(batch[DECODER_INPUTS][i], expected)
         stats = batch[DENOISE_STATS][i].tolist()
         assert stats == [len(r), n, int((batch["input_ids"][i, :n] == MASK).sum())]
     assert batch["input_ids"].shape[1] % 8 == 0
@@ -239,5 +244,5 @@ def test_batch_noise_is_each_rows_and_labels_are_the_rows(rows: list[np.ndarray]
 def test_a_row_without_full_stops_is_one_sentence() -> None:
     row = np.array([CLS, *range(6, 40), SEP], dtype=np.int64)
     s = DenoisingSettings(mask_ratio=0.0)
-    assert np.array_equal(Denoising(TABLES, STOP, PAD, s).noise(row, 3), row)
-    assert np.array_equal(Denoising(TABLES, None, PAD, s).noise(row, 3), row)
+    assert np.array_equal(Denoising(TABLES, STOP, PAD, SEP, s).noise(row, 3), row)
+    assert np.array_equal(Denoising(TABLES, None, PAD, SEP, s).noise(row, 3), row)

@@ -18,8 +18,8 @@ from tests.schemas.test_manifest import make_manifest
 
 def test_every_objective_name_has_one_entry() -> None:
     assert tuple(OBJECTIVE_SPECS) == OBJECTIVES
-    assert OWN_TARGETS == ("clm", "t5", "plm")
-    assert PERPLEXITY == ("mlm", "clm", "t5", "plm")
+    assert OWN_TARGETS == ("clm", "t5", "plm", "bart")
+    assert PERPLEXITY == ("mlm", "clm", "t5", "plm", "bart")
 
 
 def test_counts_follow_each_objectives_predictions() -> None:
