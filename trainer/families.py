@@ -42,12 +42,23 @@ EncoderBuilder = Callable[[ModelConfig], Encoder]
 
 
 @dataclass(frozen=True)
+class OwnClassifier:
+    """A family's own sequence classifier, where it has no BERT-style encoder for ours
+    (BART's: the decoder's state at the last `</s>`)."""
+
+    # (its config, the pretraining model, outputs, the tokenizer's special ids) -> model
+    build: Callable[[ModelConfig, nn.Module, int, dict[str, int]], nn.Module]
+    # (transformers, the model, num_labels / id2label / ... for its config) -> theirs
+    to_transformers: Callable[[Any, Any, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
 class Family:
     name: FamilyName
     # The pretraining model (heads included) for a run's config.
     build: Callable[[TrainConfig], nn.Module]
-    # The encoder a fine-tuned model starts from; None: no BERT-style encoder (GPT, T5,
-    # XLNet and BART are not fine-tuned here).
+    # The encoder a fine-tuned model starts from; None: no BERT-style encoder (GPT, T5 and
+    # XLNet are not fine-tuned here; BART with its own classifier, below).
     encoder: EncoderBuilder | None
     # What a run of this family trains unless told otherwise; BERT and ALBERT add their
     # sentence objective on pair shards (objectives.with_pair_objective).
@@ -70,6 +81,8 @@ class Family:
     layout: Callable[[ModelConfig], hf.Layout] | None = None
     # Where its transformers config names BERT's size fields otherwise ({BERT's: its}).
     config_names: dict[str, str] = field(default_factory=dict)
+    # Sequence tasks (single, pair, regression) fine-tuned with the family's own head.
+    own_classifier: OwnClassifier | None = None
 
     @property
     def sentence(self) -> bool:
@@ -239,6 +252,7 @@ FAMILIES: dict[str, Family] = {
         masking=MaskingSettings(),
         hf_weights=bart.hf_weights,
         to_transformers=bart.to_transformers,
+        own_classifier=OwnClassifier(bart.sequence_model, bart.sequence_to_transformers),
     ),
 }
 assert tuple(FAMILIES) == NAMES, "every family in schemas.kinds has one entry"

@@ -13,6 +13,7 @@ stdlib packages a docstring documents), fine-tuned from each student and, with t
 seeds, from random weights of the student's shape.
 
     python -m bench.train.distill --demo demo-out --steps 600
+    python -m bench.train.distill --demo demo-out --hidden 128 --ffn 256 --only alone,all --seeds 6
 """
 
 from __future__ import annotations
@@ -26,16 +27,24 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-
-STUDENT = (
-    "[model]\nhidden_size = 64\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 256\n"
-    "[optim]\nlr = 1e-3\n"
-)
+from typing import Any
 
 
-def _train(demo: Path, out: Path, steps: int, *extra: str) -> dict[str, float]:
+def student(hidden: int, ffn: int | None = None) -> str:
+    """2 layers of `hidden` with the teacher's 2 heads, FFN `ffn` (4 x hidden), lr 1e-3.
+    A student of the teacher's every shape starts as a copy of its layers (DistilBERT's
+    initialization); one shape apart, from random weights."""
+    return (
+        f"[model]\nhidden_size = {hidden}\nnum_layers = 2\nnum_heads = 2\n"
+        f"intermediate_size = {ffn or 4 * hidden}\n[optim]\nlr = 1e-3\n"
+    )
+
+
+def _train(
+    demo: Path, out: Path, steps: int, *extra: str, hidden: int = 64, ffn: int | None = None
+) -> dict[str, float]:
     config = out.parent / "student.toml"
-    config.write_text(STUDENT, encoding="utf-8")
+    config.write_text(student(hidden, ffn), encoding="utf-8")
     cloze = str(Path(sys.executable).parent / "cloze")
     args = [cloze, "train", "--data", str(demo / "shards")]
     args += ["--output", str(out), "--config", str(config), "--max-steps", str(steps)]
@@ -74,50 +83,87 @@ def _probe(run: Path, out: Path, random_init: bool, seed: int = 0) -> float:
     return float(info["dev"]["accuracy"])
 
 
+CONTENDERS = ("alone", "kd", "all", "tinybert")
+NAMES = {
+    "alone": "alone (mlm)",
+    "kd": "DistilBERT (mlm,kd)",
+    "all": "mlm,kd,att,hid",
+    "tinybert": "TinyBERT (att,hid; kd)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--demo", type=Path, default=Path("demo-out"), help="make demo's output")
     p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--hidden", type=int, default=64, help="the student's width")
+    p.add_argument("--ffn", type=int, help="its feed-forward width (default 4 x hidden)")
+    p.add_argument("--only", default=",".join(CONTENDERS), help="contenders, comma-separated")
+    p.add_argument("--seeds", type=int, default=3, help="probe fine-tuning seeds each")
     p.add_argument("--out", type=Path, default=Path("bench/out/distill"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    chosen = [c for c in CONTENDERS if c in args.only.split(",")]
     teacher = ["--teacher", str(args.demo / "run")]
-    half = args.steps // 2
-    runs = {
-        "alone (mlm)": _train(args.demo, args.out / "alone", args.steps),
-        "DistilBERT (mlm,kd)": _train(
-            args.demo, args.out / "kd", args.steps, *teacher, "--objective", "mlm,kd"
+    half, width = args.steps // 2, args.hidden
+    size: dict[str, Any] = {"hidden": width, "ffn": args.ffn}
+    made = {
+        "alone": lambda: _train(args.demo, args.out / "alone", args.steps, **size),
+        "kd": lambda: _train(
+            args.demo, args.out / "kd", args.steps, *teacher, "--objective", "mlm,kd", hidden=width
         ),
-        "mlm,kd,att,hid": _train(
-            args.demo, args.out / "all", args.steps, *teacher, "--objective", "mlm,kd,att,hid"
+        "all": lambda: _train(
+            args.demo, args.out / "all", args.steps, *teacher, "--objective", "mlm,kd,att,hid",
+            **size,
         ),
-    }
-    # TinyBERT's general distillation: half the steps on the layers, half on the soft
-    # targets at temperature 1, from the first stage.
-    first = _train(args.demo, args.out / "layers", half, *teacher, "--objective", "att,hid")
-    runs["TinyBERT (att,hid; kd)"] = _train(
-        args.demo, args.out / "tinybert", args.steps - half, *teacher, "--objective", "kd",
-        "--temperature", "1", "--init-from", str(args.out / "layers"),
-    )  # fmt: skip
-    runs["TinyBERT (att,hid; kd)"]["sequences_per_s"] = first["sequences_per_s"]
-    folders = dict(zip(runs, ("alone", "kd", "all", "tinybert"), strict=True))
-    probes = {name: _probe(args.out / folders[name], args.out, False) for name in runs}
-    random = [_probe(args.out / "alone", args.out, True, seed) for seed in range(3)]
+        "tinybert": lambda: _tinybert(args.demo, args.out, args.steps, half, teacher, size),
+    }  # fmt: skip
+    runs = {name: made[name]() for name in chosen}
+    seeds = range(args.seeds)
+    probes = {name: [_probe(args.out / name, args.out, False, s) for s in seeds] for name in runs}
+    random = [_probe(args.out / chosen[0], args.out, True, seed) for seed in seeds]
     load = os.getloadavg()[0]
-    print(f"student H64 L2 A2, {args.steps} steps, batch 32, load average {load:.2f}")
+    print(
+        f"student H{width} L2 A2 F{args.ffn or 4 * width}, {args.steps} steps, batch 32, "
+        f"load average {load:.2f}"
+    )
     print("| student | held-out MLM loss | accuracy | probe dev acc | seq/s | peak RSS |")
     print("|---|---|---|---|---|---|")
     for name, r in runs.items():
         print(
-            f"| {name} | {r['eval_mlm_loss']:.3f} | {100 * r['eval_mlm_accuracy']:.1f}% | "
-            f"{probes[name]:.1f}% | {r['sequences_per_s']:.0f} | {r['peak_rss_mb']:.0f} MB |"
+            f"| {NAMES[name]} | {r['eval_mlm_loss']:.3f} | {100 * r['eval_mlm_accuracy']:.1f}% | "
+            f"{_spread(probes[name])} | {r['sequences_per_s']:.0f} | {r['peak_rss_mb']:.0f} MB |"
         )
-    spread = statistics.stdev(random)
-    print(f"| random weights (3 seeds) | | | {statistics.mean(random):.1f}% +- {spread:.1f} | | |")
-    plain = runs["alone (mlm)"]["sequences_per_s"]
-    for name, r in list(runs.items())[1:]:
-        print(f"{name} step / plain step: {plain / max(r['sequences_per_s'], 1e-9):.2f}x the time")
+    print(f"| random weights | | | {_spread(random)} | | |")
+    print("probes by seed:", {NAMES[n]: [round(x, 1) for x in v] for n, v in probes.items()})
+    print("random weights by seed:", [round(x, 1) for x in random])
+    if "alone" in runs:
+        plain = runs["alone"]["sequences_per_s"]
+        for name, r in runs.items():
+            if name != "alone":
+                ratio = plain / max(r["sequences_per_s"], 1e-9)
+                print(f"{NAMES[name]} step / plain step: {ratio:.2f}x the time")
     return 0
+
+
+def _spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.1f}%"
+    return f"{statistics.mean(values):.1f}% +- {statistics.stdev(values):.1f}"
+
+
+def _tinybert(
+    demo: Path, out: Path, steps: int, half: int, teacher: list[str], size: dict[str, Any]
+) -> dict[str, float]:
+    """TinyBERT's general distillation: half the steps on the layers, half on the soft
+    targets at temperature 1, from the first stage."""
+    first = _train(demo, out / "layers", half, *teacher, "--objective", "att,hid", **size)
+    second = _train(
+        demo, out / "tinybert", steps - half, *teacher, "--objective", "kd",
+        "--temperature", "1", "--init-from", str(out / "layers"), **size,
+    )  # fmt: skip
+    second["sequences_per_s"] = first["sequences_per_s"]
+    return second
 
 
 if __name__ == "__main__":

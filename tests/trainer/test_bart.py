@@ -175,3 +175,76 @@ def test_train_resume_and_export(doc_shards: Path, tmp_path: Path) -> None:
     assert torch.allclose(ours["bart_loss"], theirs, atol=1e-4)
     assert generated.shape[0] == 1 and 2 <= generated.shape[1] <= 9
     assert generated[0, 0] == tokenizer.sep_token_id  # the decoder starts from </s>
+
+
+@pytest.fixture(scope="module")
+def bart_run(doc_shards: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("bart") / "run"
+    assert main(run_args(doc_shards, run, 6)) == 0
+    return run
+
+
+def test_bart_classifier_is_transformers() -> None:
+    """BART's own head on the decoder's last </s>, rows of one and of two </s> with padding:
+    the logits of BartForSequenceClassification with the same weights."""
+    from clozeworks.trainer.models.bart import sequence_model, sequence_to_transformers
+
+    config = tiny(dropout=0.0, attention_dropout=0.0)
+    model = sequence_model(config.model, jitter(build_model(config)), 3, SPECIAL)
+    jitter(model)
+    hf = sequence_to_transformers(transformers, model, {"num_labels": 3})
+    assert isinstance(hf, transformers.BartForSequenceClassification)
+    for pairs in (False, True):
+        batch = packed(4, 40)
+        if pairs:  # [CLS] A [SEP] B [SEP]: the last </s> is read
+            batch["input_ids"][:, 9] = SPECIAL["sep"]
+        with torch.no_grad():
+            ours = model(batch["input_ids"], batch["attention_mask"])
+            theirs = hf(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        assert (ours - theirs.logits).abs().max() < 1e-5
+
+
+def test_finetune_classification_and_export(bart_run: Path, tmp_path: Path) -> None:
+    from clozeworks.trainer.finetune.store import load
+    from tests.trainer.finetune.test_export_matrix import _write_pairs
+    from tests.trainer.finetune.test_finetune_cli import write_sst2
+
+    flags = ["--epochs", "1", "--batch-size", "16", "--lr", "1e-3", "--no-progress"]
+    for task, write in (("glue/sst2", write_sst2), ("glue/stsb", _write_pairs)):
+        data = tmp_path / task.replace("/", "-")
+        if task == "glue/sst2":
+            write(data, seed=7, rows=48)
+        else:
+            write(data, seed=8, rows=48, regression=True)
+        tuned, exported = tmp_path / f"tuned-{data.name}", tmp_path / f"hf-{data.name}"
+        args = ["finetune", "--run", str(bart_run), "--task", task, "--data", str(data)]
+        assert main([*args, "--output", str(tuned), *flags]) == 0
+        assert main(["export", "--run", str(tuned), "--output", str(exported)]) == 0
+        hf = transformers.AutoModelForSequenceClassification.from_pretrained(exported).eval()
+        assert isinstance(hf, transformers.BartForSequenceClassification)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
+        if task == "glue/sst2":
+            enc = tokenizer(
+                ["a good film", "bad , long and dull ."], padding=True, return_tensors="pt"
+            )
+        else:
+            enc = tokenizer(["a b c", "d e"], ["a b", "f g h i"], padding=True, return_tensors="pt")
+        model = load(tuned).model
+        with torch.no_grad():
+            ours = model(enc["input_ids"], enc["attention_mask"])
+            theirs = hf(**enc).logits
+        assert ours.shape == theirs.shape == (2, 1 if task == "glue/stsb" else 2)
+        assert (ours - theirs).abs().max() < 1e-4
+
+
+def test_bart_fine_tunes_sequence_tasks_only(
+    bart_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.trainer.finetune.test_finetune_cli import write_conll
+
+    write_conll(tmp_path / "conll", seed=7, sentences=8)
+    args = ["finetune", "--run", str(bart_run), "--task", "conll2003"]
+    assert main([*args, "--data", str(tmp_path / "conll"), "--output", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "a bart model fine-tunes single, pair, regression tasks" in err
+    assert "not a tokens task" in err and len(err.strip().splitlines()) == 1

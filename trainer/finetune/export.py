@@ -40,6 +40,9 @@ def to_transformers_task(
     where `cloze inspect` reads it back."""
     tf = hf.transformers_module()
     m = config.model
+    own = family_of(m).own_classifier
+    if own is not None:  # a sequence task (finetune.model.check_fits)
+        return own.to_transformers(tf, model, _task_fields(spec_labels, model.outputs, task_name))
     make_layout = family_of(m).layout
     assert make_layout is not None  # fine-tuned models are of encoder families
     layout = make_layout(m)
@@ -56,7 +59,6 @@ def to_transformers_task(
         if k.startswith(f"{root}.") and not k.startswith(f"{root}.pooler")
     }
     labels = spec_labels
-    problem: dict[str, Any] = {}
     if isinstance(model, TokenModel):
         weights.update(hf.linear("classifier", model.classifier))
         kind = "TokenClassification"
@@ -75,19 +77,30 @@ def to_transformers_task(
         else:
             weights.update(hf.linear("classifier.dense", head.dense))
             weights.update(hf.linear("classifier.out_proj", head.out))
-        kind = "SequenceClassification"
-        regression = not labels
-        labels = labels or ("score",)
-        problem = {"problem_type": "regression" if regression else "single_label_classification"}
+        cls = getattr(tf, f"{layout.name}ForSequenceClassification")
+        task = _task_fields(labels, model.outputs, task_name)
+        return hf.load(cls, layout.config(tf, m, **task), weights)
     task = dict(
         finetuning_task=task_name,
         num_labels=len(labels) if isinstance(model, ChoiceModel) else model.outputs,
         id2label=dict(enumerate(labels)),
         label2id={name: i for i, name in enumerate(labels)},
-        **problem,
     )
     cls = getattr(tf, f"{layout.name}For{kind}")
     return hf.load(cls, layout.config(tf, m, **task), weights)
+
+
+def _task_fields(labels: tuple[str, ...], outputs: int, task_name: str | None) -> dict[str, Any]:
+    """A sequence task's config fields; no labels: regression, one output named score."""
+    regression = not labels
+    labels = labels or ("score",)
+    return dict(
+        finetuning_task=task_name,
+        num_labels=outputs,
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+        problem_type="regression" if regression else "single_label_classification",
+    )
 
 
 def sequence_to_transformers(

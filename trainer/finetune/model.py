@@ -8,6 +8,7 @@ of its family, so a fine-tuned model exports with the same logits.
 | roberta, pre-LN | dropout, dense + tanh, dropout, linear | `Roberta[PreLayerNorm]ForSeq...` |
 | electra | dropout, dense + gelu, dropout, linear | `ElectraForSequenceClassification` |
 | distilbert | dense + ReLU (`pre_classifier`), dropout, linear | `DistilBertForSeq...` |
+| bart | its own (models/bart.py): the last `</s>`, sequence tasks only | `BartForSeq...` |
 
 BERT and ALBERT start the pooler from the pretrained sentence head (NSP / SOP) when the
 run had one, as transformers does; everything else new is initialized like BERT
@@ -30,6 +31,7 @@ from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.config import ModelConfig, TrainConfig
 from clozeworks.trainer.families import (
     FAMILIES,
+    build_encoder,
     build_model,
     family_of,
     transformers_family,
@@ -88,13 +90,38 @@ def load_backbone(path: Path, step: int | None = None) -> Backbone:
         tokenizer = src.path
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{path}: no tokenizer.json (looked in {tokenizer})")
-    if family_of(config.model).encoder is None:
-        fine = ", ".join(n for n, f in FAMILIES.items() if f.encoder is not None)
+    family = family_of(config.model)
+    if family.encoder is None and family.own_classifier is None:
+        fine = ", ".join(n for n, f in FAMILIES.items() if f.encoder or f.own_classifier)
         raise UsageError(
             f"{path} is a {config.model.family} model, with no BERT-style encoder to "
             f"fine-tune; fine-tuning takes {fine}"
         )
     return Backbone(config, model.eval(), tokenizer, str(path))
+
+
+# Task shapes a family's own classifier takes (BART's: one sequence, a pair, a score).
+OWN_SHAPES = ("single", "pair", "regression")
+
+
+def check_fits(config: TrainConfig, shape: str, entities: bool) -> None:
+    """UsageError unless a model of `config` fine-tunes a task of `shape` (with entity
+    markers: `entities`): a family with its own classifier takes sequence tasks only."""
+    family = family_of(config.model)
+    if family.encoder is not None:
+        return
+    if shape not in OWN_SHAPES or entities:
+        what = "a relation task (its entity markers)" if entities else f"a {shape} task"
+        raise UsageError(
+            f"a {family.name} model fine-tunes {', '.join(OWN_SHAPES)} tasks with its own "
+            f"classifier, not {what}"
+        )
+
+
+def special_ids(tokenizer: Path) -> dict[str, int]:
+    from clozeworks.corpus.vocab.files import load_tokenizer
+
+    return load_tokenizer(tokenizer).special_ids
 
 
 def randomized(backbone: Backbone, seed: int) -> Backbone:
@@ -265,7 +292,26 @@ MODELS: dict[str, Any] = {"tokens": TokenModel, "qa": QAModel, "choice": ChoiceM
 
 
 def task_model(shape: str, backbone: Backbone, outputs: int) -> TaskModel:
+    own = family_of(backbone.config.model).own_classifier
+    if own is not None:
+        check_fits(backbone.config, shape, False)
+        special = special_ids(backbone.tokenizer)
+        built: Any = own.build(backbone.config.model, backbone.model, outputs, special)
+        return built
     model: TaskModel = MODELS.get(shape, SequenceModel).from_backbone(backbone, outputs)
+    return model
+
+
+def untrained_task_model(
+    config: TrainConfig, shape: str, outputs: int, tokenizer: Path
+) -> TaskModel:
+    """The task model of `config`'s architecture, weights to be loaded (a saved one)."""
+    own = family_of(config.model).own_classifier
+    if own is not None:
+        built: Any = own.build(config.model, build_model(config), outputs, special_ids(tokenizer))
+        return built
+    m = config.model
+    model: TaskModel = MODELS.get(shape, SequenceModel)(m, build_encoder(m), outputs)
     return model
 
 

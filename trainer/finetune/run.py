@@ -28,6 +28,7 @@ from clozeworks.trainer.finetune.klue_re import (
 from clozeworks.trainer.finetune.model import (
     Backbone,
     TaskModel,
+    check_fits,
     load_backbone,
     randomized,
     task_model,
@@ -166,6 +167,7 @@ def run_finetune(
     if sweep and "dev" not in spec.files:
         raise UsageError(f"--sweep picks by the dev score; task {spec.name!r} has no dev split")
     backbone = load_backbone(source, step)
+    check_fits(backbone.config, spec.shape, bool(spec.entities))
     if random_init:
         backbone = randomized(backbone, settings.seed)
     m = backbone.config.model
@@ -341,6 +343,8 @@ def run_multitask(
     if settings.teacher:
         raise UsageError("--teacher takes one --task; MT-DNN trains from the gold labels")
     backbone = load_backbone(source, step)
+    for spec in specs:
+        check_fits(backbone.config, spec.shape, bool(spec.entities))
     if random_init:
         backbone = randomized(backbone, settings.seed)
     m = backbone.config.model

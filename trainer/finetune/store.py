@@ -22,8 +22,7 @@ from clozeworks.corpus.vocab.files import copy_tokenizer_files
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.validate import loads
 from clozeworks.trainer.config import TrainConfig
-from clozeworks.trainer.families import build_encoder
-from clozeworks.trainer.finetune.model import MODELS, SequenceModel, TaskModel
+from clozeworks.trainer.finetune.model import TaskModel, untrained_task_model
 from clozeworks.trainer.finetune.tasks import TaskSpec
 
 FINETUNE_FILE = "finetune.json"
@@ -96,9 +95,7 @@ def load(path: Path) -> Finetuned:
         raise BadInputError(f"{meta}: version {raw.get('version')!r}, this reads {VERSION}")
     spec = TaskSpec.from_json(raw["task"], str(meta))
     config = TrainConfig.from_dict(raw["train_config"])
-    m = config.model
-    encoder = build_encoder(m)
-    model: TaskModel = MODELS.get(spec.shape, SequenceModel)(m, encoder, spec.num_outputs)
+    model = untrained_task_model(config, spec.shape, spec.num_outputs, path / TOKENIZER_DIR)
     weights = path / WEIGHTS_FILE
     try:
         tensors = load_file(str(weights))

@@ -182,11 +182,71 @@ class BART(nn.Module):
         return out
 
 
+class SequenceModel(nn.Module):
+    """BART's own sequence classifier (section 3.1; transformers'
+    `BartForSequenceClassification`): the same row into encoder and decoder (the decoder's
+    shifted right behind `</s>`), the decoder's state at the row's last `</s>` through
+    dense + tanh and a linear layer; [B, L] ids -> [B, C] logits (C = 1: regression)."""
+
+    def __init__(self, config: ModelConfig, bart: BART, outputs: int, special: dict[str, int]):
+        super().__init__()
+        self.config = config
+        self.bart = bart
+        self.special = dict(special)  # pad, cls (bos) and sep (eos) ids of the tokenizer
+        width = config.hidden_size
+        self.dense = nn.Linear(width, width)
+        self.out_proj = nn.Linear(width, outputs)
+        self.dropout = nn.Dropout(config.dropout)
+        for layer in (self.dense, self.out_proj):
+            nn.init.normal_(layer.weight, std=config.initializer_range)
+            nn.init.zeros_(layer.bias)
+
+    @property
+    def outputs(self) -> int:
+        return self.out_proj.out_features
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        eos, pad = self.special["sep"], self.special["pad"]
+        shifted = torch.full_like(input_ids, pad)
+        shifted[:, 0] = eos
+        shifted[:, 1:] = input_ids[:, :-1]
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, DECODER_INPUTS: shifted}
+        h = self.bart.hidden(batch)  # [B, L, H]
+        at = torch.arange(input_ids.shape[1], device=input_ids.device)
+        last = torch.where(input_ids == eos, at, -1).max(1).values  # [B]
+        x = h[torch.arange(len(h), device=h.device), last]  # [B, H]
+        x = torch.tanh(self.dense(self.dropout(x)))
+        return self.out_proj(self.dropout(x))  # [B, C]
+
+
+def sequence_model(
+    config: ModelConfig, pretrained: nn.Module, outputs: int, special: dict[str, int]
+) -> SequenceModel:
+    assert isinstance(pretrained, BART)
+    return SequenceModel(config, pretrained, outputs, special)
+
+
+def sequence_to_transformers(tf: Any, model: SequenceModel, task: dict[str, Any]) -> Any:
+    """`BartForSequenceClassification` with `model`'s weights; `task`: num_labels,
+    id2label, ... for its config."""
+    m = model.config
+    weights = {k: v for k, v in _weights(model.bart, m).items() if k.startswith("model.")}
+    weights.update(hf.linear("classification_head.dense", model.dense))
+    weights.update(hf.linear("classification_head.out_proj", model.out_proj))
+    config = _config(tf, m, model.special, classifier_dropout=m.dropout, **task)
+    return hf.load(tf.BartForSequenceClassification, config, weights)
+
+
 # transformers' BartForConditionalGeneration: bos and eos are the tokenizer's [CLS] and
 # [SEP], the decoder starts from eos, as fairseq's.
 
 
-def _config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
+def _config(tf: Any, m: ModelConfig, special: dict[str, int], **extra: Any) -> Any:
     eos = special.get("sep")
     return tf.BartConfig(
         vocab_size=m.vocab_size,
@@ -210,6 +270,7 @@ def _config(tf: Any, m: ModelConfig, special: dict[str, int]) -> Any:
         decoder_start_token_id=eos,
         forced_eos_token_id=eos,
         tie_word_embeddings=True,
+        **extra,
     )
 
 
