@@ -15,6 +15,7 @@ inside the block, which removes them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -25,6 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import (
     DebugOptions,
     GoogleCloudOptions,
+    PipelineOptions,
     StandardOptions,
     TestOptions,
 )
@@ -142,7 +144,10 @@ class StageRun:
 
     def _dry_run(self, job: Any) -> DryRun:
         """The translated job, written to `--dataflow_job_file` if given (Beam writes that
-        file only when it submits): the job and its portable pipeline, for review."""
+        file only when it submits): the job with the worker environment Beam would send
+        (worker pool, machine type and count, container image, service account, every
+        pipeline option), and its portable pipeline (the files staged for the workers are
+        its environment's dependencies), for review before paying for it."""
         from google.protobuf import json_format
 
         pipeline = job.proto_pipeline
@@ -150,12 +155,35 @@ class StageRun:
         if path:
             document = {
                 "job": json.loads(job.json()),
+                "environment": _worker_environment(self.options, pipeline),
                 "pipeline": json_format.MessageToDict(pipeline),
             }
             with BEAM_FS.create(path) as f:
                 f.write(json.dumps(document, indent=1).encode())
         runner = str(self.options.view_as(StandardOptions).runner)
         return DryRun(runner, len(pipeline.components.transforms), path)
+
+
+def _worker_environment(options: PipelineOptions, pipeline: Any) -> dict[str, Any]:
+    """The `environment` of the Dataflow job Beam would submit for `pipeline`, made as its
+    DataflowApplicationClient makes it (without staging anything: the staged pipeline's
+    URL is where it would go)."""
+    from apache_beam.runners.dataflow.internal import apiclient
+    from google.protobuf import json_format
+
+    cloud = options.view_as(GoogleCloudOptions)
+    serialized = pipeline.SerializeToString()
+    staged = f"{(cloud.staging_location or cloud.temp_location or '').rstrip('/')}/pipeline.pb"
+    environment = apiclient.Environment(
+        packages=[],
+        options=options,
+        environment_version=apiclient._FNAPI_ENVIRONMENT_MAJOR_VERSION,
+        proto_pipeline_staged_url=staged,
+        proto_pipeline=pipeline,
+        pipeline_proto_hash=hashlib.sha256(serialized).hexdigest(),
+    )
+    document: dict[str, Any] = json_format.MessageToDict(environment.proto._pb)
+    return document
 
 
 def remove_shuffle(shuffle: Shuffle) -> None:

@@ -245,3 +245,24 @@ def test_a_local_output_is_refused_before_anything_starts(bucket, verb, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "output" in err and "gs://" in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_job_file_holds_the_worker_environment(bucket, tmp_path, capsys) -> None:
+    """What Beam would submit besides the pipeline: the worker pool with the machines asked
+    for, the image, every option; a user reviews it before paying for the job."""
+    flags, commands = readme_commands()
+    (command,) = [c for c in commands if c[1] == "clean"]
+    workers = ["--machine_type", "n2-standard-4", "--num_workers", "3"]
+    workers += ["--max_num_workers", "10", "--disk_size_gb", "50"]
+    argv = [*_expand(command, flags[0]), *workers]
+    _job(argv, tmp_path / "job.json", capsys)
+    document = json.loads((tmp_path / "job.json").read_text())
+    environment = document["environment"]
+    (pool,) = environment["workerPools"]
+    assert pool["machineType"] == "n2-standard-4" and pool["numWorkers"] == 3
+    assert pool["diskSizeGb"] == 50
+    assert pool["autoscalingSettings"]["maxNumWorkers"] == 10
+    assert environment["tempStoragePrefix"].endswith(f"/{BUCKET}/tmp")
+    options = environment["sdkPipelineOptions"]["options"]
+    assert options["project"] == "clozeworks-test" and options["region"] == "us-central1"
+    assert IMAGE in json.dumps(environment)
