@@ -52,7 +52,7 @@ TRAINER_LAYERS = [
     {"models", "pretraining"},
     {"families", "optim"},
     {"objectives", "presets", "datasets"},
-    {"export", "init_from", "publish"},
+    {"export", "init_from", "publish", "bucket_run"},
     {"finetune", "distill"},
     {"assembly", "checkpointer", "loop", "runinfo"},
 ]

@@ -32,7 +32,7 @@ from clozeworks.schemas.validate import loads
 
 COMMITTED = "COMMITTED"
 FILES = ("model.safetensors", "optimizer.pt", "state.json")
-_STEP_DIR = re.compile(r"^step-(\d{7})$")
+STEP_PATTERN = re.compile(r"step-(\d{7})")
 
 
 def step_dir(run: Path, step: int) -> Path:
@@ -45,7 +45,7 @@ def committed_steps(run: Path) -> list[int]:
         return []
     steps = []
     for child in run.iterdir():
-        m = _STEP_DIR.match(child.name)
+        m = STEP_PATTERN.fullmatch(child.name)
         if m and (child / COMMITTED).is_file():
             steps.append(int(m.group(1)))
     return sorted(steps)

@@ -18,7 +18,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -116,9 +116,11 @@ def train(
     resume: bool = False,
     progress: bool = True,
     overwrite: bool = False,
+    on_commit: Callable[[Path], None] | None = None,
 ) -> TrainSummary:
     """Train per `config` on the shard set `data` (a directory or a URL of one, see
-    `trainer.data.source`), writing the run directory `run`.
+    `trainer.data.source`), writing the run directory `run`; rank 0 calls `on_commit`
+    with each step directory it has committed (`trainer.bucket_run` copies it up).
 
     Under `torchrun` every rank calls this; rank 0 writes. UsageError / BadInputError for
     a config the data cannot serve or a run directory that is not this run's (see
@@ -135,7 +137,7 @@ def train(
         problem = d.gather_json(_claim(lock, Path(run), resume, overwrite) if d.main else None)[0]
         if problem is not None:
             raise UsageError(problem)
-        summary = _Run(config, str(data), Path(run), d).train(resume, progress)
+        summary = _Run(config, str(data), Path(run), d, on_commit).train(resume, progress)
         # No rank tears the group down while another still uses it (a gloo rank that
         # exited first has been seen to abort its peer at exit).
         d.barrier()
@@ -157,10 +159,18 @@ def _claim(lock: OutputLock | None, run: Path, resume: bool, overwrite: bool) ->
 
 
 class _Run:
-    def __init__(self, config: TrainConfig, data: str | Path, run: Path, d: Dist) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        data: str | Path,
+        run: Path,
+        d: Dist,
+        on_commit: Callable[[Path], None] | None = None,
+    ) -> None:
         data = str(data)
         self.d = d
         self.run = run
+        self.on_commit = on_commit
         config, self.phases, tokenizer, self.init_notes = settle_config(config, data, d)
         self.config = config
         self.eval_set = eval_dataset(config, data, d, self.phases[0].manifest)
@@ -504,7 +514,10 @@ class _Run:
             "scaler": self.scaler.state_dict(),
             "phase": phase_index,
         }
-        return self.checkpointer.save(self.state.step, state, loader)
+        path = self.checkpointer.save(self.state.step, state, loader)
+        if path is not None and self.on_commit is not None:
+            self.on_commit(path)
+        return path
 
     def _check_progress(self) -> None:
         """ClozeError, before a checkpoint is committed, when every step this session took

@@ -16,6 +16,7 @@ A flag shown without a default takes the preset's (or the config file's) value;
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from clozeworks.corpus.outputs import check_apart
 from clozeworks.schemas.errors import UsageError, signal_exit_code
 from clozeworks.schemas.masking import MaskingSettings
 from clozeworks.schemas.overlay import pairs_table
+from clozeworks.trainer.bucket_run import BucketRun, is_url
 from clozeworks.trainer.config import (
     COMMAND_LINE,
     OptimConfig,
@@ -39,7 +41,7 @@ from clozeworks.trainer.data.mixture import is_mixture, parse_mixture
 from clozeworks.trainer.data.targets import corrupted_lengths
 from clozeworks.trainer.datasets import resolve
 from clozeworks.trainer.families import FAMILIES
-from clozeworks.trainer.loop import train
+from clozeworks.trainer.loop import TrainSummary, train
 from clozeworks.trainer.objectives import with_pair_objective, with_teacher_objectives
 from clozeworks.trainer.presets import MODEL_PRESETS, preset
 from clozeworks.trainer.tracking import default_trackers, require_installed
@@ -235,6 +237,36 @@ def _fit_to_shards(
     return config
 
 
+def _train_on_bucket(config: TrainConfig, data: str, args: argparse.Namespace) -> TrainSummary:
+    """A run kept on a bucket (`trainer.bucket_run`): rank 0 holds the bucket's lock,
+    builds the local mirror and sends each committed checkpoint up; every rank trains in
+    the mirror (one machine: torchrun's ranks share its disk)."""
+    from clozeworks.corpus.locks import OutputLock
+    from clozeworks.pipelines.plumbing.beamfs import BEAM_FS
+
+    bucket = BucketRun(args.output)
+    main_rank = int(os.environ.get("RANK", "0")) == 0
+    lock = OutputLock(BEAM_FS, args.output, "train") if main_rank else None
+    try:
+        if lock is not None:
+            lock.acquire()
+            bucket.prepare(args.resume, args.overwrite)
+        summary = train(
+            config,
+            data,
+            bucket.local,
+            resume=args.resume,
+            progress=progress_wanted(args),
+            on_commit=bucket.push_step if main_rank else None,
+        )
+        if main_rank:
+            bucket.push_files()
+        return summary
+    finally:
+        if lock is not None:
+            lock.release()
+
+
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     config = config_from_args(args)
     # A [mixture] in the config names the data; its first set stands for all in messages.
@@ -251,25 +283,20 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     missing = [flag for flag, value in (("--data", data), ("--output", args.output)) if not value]
     if missing:
         raise UsageError(f"the following arguments are required: {', '.join(missing)}")
-    if "://" in args.output:
-        # Writing it would make a local directory named after the scheme and leave the
-        # bucket empty: a machine that is gone would take the run with it.
-        raise UsageError(
-            f"--output {args.output}: a run is written to this machine's disk; runs on a "
-            "bucket are not supported yet: train into a local directory and copy it there "
-            "(gsutil -m rsync -r, aws s3 sync)"
-        )
     sources = [*(config.mixture or {}), *([args.data] if args.data else [])]
     check_apart({"output": args.output}, {"data": sources})
     config = _fit_to_shards(config, args, data)
-    summary = train(
-        config,
-        data,
-        Path(args.output),
-        resume=args.resume,
-        progress=progress_wanted(args),
-        overwrite=args.overwrite,
-    )
+    if is_url(args.output):
+        summary = _train_on_bucket(config, data, args)
+    else:
+        summary = train(
+            config,
+            data,
+            Path(args.output),
+            resume=args.resume,
+            progress=progress_wanted(args),
+            overwrite=args.overwrite,
+        )
     if summary.stopped_by:  # every rank stops, and says so the same way
         return signal_exit_code(summary.stopped_by)
     if summary.rank != 0 or summary.first_loss is None or summary.last_loss is None:

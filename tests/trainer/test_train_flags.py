@@ -30,15 +30,6 @@ def test_bert_on_nsp_pairs_trains_nsp_unless_told_otherwise(nsp_shards, tmp_path
     assert "nsp_loss" not in logged and "objectives:" not in capsys.readouterr().err
 
 
-def test_a_bucket_output_is_refused_not_written_here(nsp_shards, tmp_path, capsys, monkeypatch):
-    """`gs://b/run` would otherwise be a local directory `gs:` and an empty bucket."""
-    monkeypatch.chdir(tmp_path)
-    assert main(args(nsp_shards, "gs://bucket/run")) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "not supported yet" in err, err
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_dynamic_masking_flags_on_premasked_shards_are_refused(shards_dir, tmp_path, capsys):
     copy = tmp_path / "shards"
     shutil.copytree(shards_dir, copy)

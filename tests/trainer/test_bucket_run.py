@@ -1,0 +1,112 @@
+"""A run kept on a bucket (GCS emulator on 127.0.0.1): `cloze train --output gs://...` is
+killed with SIGKILL after some checkpoints, and `--resume` from another working directory
+and another mirror (a new machine) ends bit-identical to an uninterrupted local run; the
+bucket then holds the final checkpoint, committed, and the whole metrics log.
+
+The trainings run as their own processes (as on a machine that dies), pointed at the
+emulator through the environment, as Google's clients find a real bucket."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from clozeworks.trainer.checkpoint import committed_steps
+
+BUCKET = "clozeworks-runs"
+STEPS = 30
+
+
+@pytest.fixture(scope="module")
+def gcs() -> Iterator[None]:
+    pytest.importorskip("gcp_storage_emulator")
+    if importlib.util.find_spec("gcsfs") is None:
+        pytest.skip("gcsfs is not installed")
+    from tests.trainer.data.servers import gcs_server
+
+    with gcs_server(BUCKET):
+        yield
+
+
+def _train(shards: Path, output: str, where: Path, *extra: str) -> subprocess.Popen[str]:
+    where.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CLOZEWORKS_RUN_CACHE": str(where / "mirrors")}
+    sizes = ["model.hidden_size=32", "model.num_layers=2", "model.num_heads=2"]
+    sizes += ["model.intermediate_size=64"]
+    args = [sys.executable, "-m", "clozeworks", "train", "--data", str(shards)]
+    args += ["--output", output, "--preset", "bert-tiny", "--max-steps", str(STEPS)]
+    args += ["--batch-size", "8", "--save-every", "3", "--keep", "2", "--log-every", "1"]
+    args += ["--warmup", "0.1", "--no-progress", "--deterministic", "--report-to", "none"]
+    args += [x for s in sizes for x in ("--set", s)]
+    return subprocess.Popen(
+        [*args, *extra], cwd=where, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=600)
+    return process.returncode, out, err
+
+
+def _fetch(url: str, where: Path) -> Path:
+    """The bucket's run as `--resume` would see it, in a mirror of its own."""
+    code = (
+        "import sys; from pathlib import Path; from clozeworks.trainer.bucket_run import "
+        "BucketRun; BucketRun(sys.argv[1], Path(sys.argv[2])).prepare(True, False)"
+    )
+    subprocess.run([sys.executable, "-c", code, url, str(where)], check=True, timeout=300)
+    return where
+
+
+def test_a_killed_bucket_run_resumes_elsewhere_bit_identical(gcs, shards_dir, tmp_path) -> None:
+    local = tmp_path / "local-run"
+    code, _, err = _finish(_train(shards_dir, str(local), tmp_path / "reference"))
+    assert code == 0, err
+
+    url = f"gs://{BUCKET}/run"
+    first = _train(shards_dir, url, tmp_path / "machine-a")
+    mirror = tmp_path / "machine-a" / "mirrors"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        runs = list(mirror.glob("*")) if mirror.is_dir() else []
+        if runs and any(s >= 9 for s in committed_steps(runs[0])):
+            break
+        time.sleep(0.02)
+    assert first.poll() is None, "the run ended before it could be killed"
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+    code, out, err = _finish(_train(shards_dir, url, tmp_path / "machine-b", "--resume"))
+    assert code == 0, err
+    assert f"run in {url}" in out and "(from step" in out
+
+    fetched = _fetch(url, tmp_path / "fetched")
+    assert committed_steps(fetched) == [STEPS]
+    ours = load_file(fetched / f"step-{STEPS:07d}" / "model.safetensors")
+    theirs = load_file(local / f"step-{STEPS:07d}" / "model.safetensors")
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    logged = [json.loads(x)["step"] for x in (fetched / "metrics.jsonl").read_text().splitlines()]
+    assert logged[-1] == STEPS and set(range(1, STEPS + 1)) <= set(logged)
+    assert json.loads((fetched / "resumes.json").read_text())
+
+
+def test_a_new_run_into_a_bucket_run_is_refused(gcs, shards_dir, tmp_path) -> None:
+    url = f"gs://{BUCKET}/held"
+    code, _, err = _finish(_train(shards_dir, url, tmp_path / "a"))
+    assert code == 0, err
+    code, _, err = _finish(_train(shards_dir, url, tmp_path / "b"))
+    assert code == 2 and "holds a run; pass --resume" in err and err.count("\n") == 1, err
+    code, _, err = _finish(_train(shards_dir, f"gs://{BUCKET}/none", tmp_path / "c", "--resume"))
+    assert code == 2 and "no run there" in err, err
