@@ -37,7 +37,7 @@ from clozeworks.corpus.inspect.stages import (
 from clozeworks.corpus.inspect.text import render
 from clozeworks.corpus.progress import progress_bar
 from clozeworks.corpus.shards.cache import is_remote
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.manifest import read_manifest
 from clozeworks.trainer.runinfo import run_summary
 
@@ -102,6 +102,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     path = _local(args.path)
     kind = detect_kind(path)
+    # The report names the URL, not where it was copied to.
+    kind_path = args.path if is_remote(args.path) else None
     if args.html:
         # Fail before a long read if the report cannot be drawn.
         require_matplotlib()
@@ -126,6 +128,8 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
     else:
         summary = run_summary(path)
     summary["warnings"] = [*summary.get("warnings", []), *unfinished_runs(path)]
+    if kind_path is not None:
+        summary["path"] = kind_path
     if args.html:
         write_html(summary, Path(args.html))
     if args.json:
@@ -139,14 +143,61 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
 
 def _local(path: str) -> Path:
     """A local path as is; a remote shard set (https://, s3://, gs://) mirrored into the
-    shard cache first (corpus.shards.cache), then inspected there."""
+    shard cache first (corpus.shards.cache), then inspected there; any other output on a
+    bucket (a store, a tokenizer, an export, a fine-tuned model: whole; a run: its files
+    and newest committed step, as `--resume` fetches it) copied into a temporary folder."""
     if not is_remote(path):
         return Path(path)
     bar = progress_bar(None, "download", "bytes")
     try:
+        if not path.startswith(("http://", "https://")) and not _holds_manifest(path):
+            return _fetched(path)
         return mirror(path, progress=bar.update)
     finally:
         bar.close()
+
+
+def _holds_manifest(url: str) -> bool:
+    import fsspec
+
+    from clozeworks.schemas.sidecars import MANIFEST_FILE, names_of
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url.rstrip("/"))
+        return any(fs.exists(f"{root}/{name}") for name in names_of(MANIFEST_FILE))
+    except (ImportError, ValueError, OSError) as err:
+        raise BadInputError(f"{url}: cannot read it: {err}") from None
+
+
+def _fetched(url: str) -> Path:
+    """`url`'s output in a temporary folder (removed at exit)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    import fsspec
+
+    from clozeworks.corpus.locks import LOCK_FILE
+    from clozeworks.trainer.bucket_run import BucketRun
+
+    where = Path(tempfile.mkdtemp(prefix="cloze-inspect-"))
+    atexit.register(shutil.rmtree, where, True)
+    local = where / url.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        fs, root = fsspec.core.url_to_fs(url.rstrip("/"))
+        files = [p for p in fs.find(root) if not p.endswith(f"/{LOCK_FILE}")]
+        if not files:
+            raise BadInputError(f"{url}: nothing there")
+        names = {p[len(root) :].lstrip("/") for p in files}
+        if {"config.json", "metrics.jsonl"} <= names:  # a run: the newest step is enough
+            return BucketRun(url, local).prepare(resume=True, overwrite=False)
+        for path in files:
+            target = local / path[len(root) :].lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fs.get_file(path, str(target))
+    except (ImportError, ValueError, OSError) as err:
+        raise BadInputError(f"{url}: cannot read it: {err}") from None
+    return local
 
 
 def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:

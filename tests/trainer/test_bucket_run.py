@@ -110,3 +110,43 @@ def test_a_new_run_into_a_bucket_run_is_refused(gcs, shards_dir, tmp_path) -> No
     assert code == 2 and "holds a run; pass --resume" in err and err.count("\n") == 1, err
     code, _, err = _finish(_train(shards_dir, f"gs://{BUCKET}/none", tmp_path / "c", "--resume"))
     assert code == 2 and "no run there" in err, err
+
+
+def _upload(local: Path, url: str) -> None:
+    code = (
+        "import sys, fsspec; fs, root = fsspec.core.url_to_fs(sys.argv[2]); "
+        "fs.put(sys.argv[1].rstrip('/') + '/', root, recursive=True)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(local), url], check=True, timeout=300)
+
+
+def _inspect(url: str, cwd: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "clozeworks", "inspect", url, "--json"],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_inspect_reads_every_kind_on_a_bucket(gcs, small_build, shards_dir, tmp_path) -> None:
+    """A store, a tokenizer, shards, a run and an export, each by URL; the report names the
+    URL."""
+    paths = small_build[0]
+    base = f"gs://{BUCKET}/kinds"
+    _upload(Path(paths.docs), f"{base}/docs")
+    _upload(Path(paths.tokenizer), f"{base}/tokenizer")
+    _upload(Path(paths.shards), f"{base}/shards")
+    code, _, err = _finish(_train(shards_dir, f"{base}/run", tmp_path / "train"))
+    assert code == 0, err
+    local = tmp_path / "local-run"
+    code, _, err = _finish(_train(shards_dir, str(local), tmp_path / "local"))
+    assert code == 0, err
+    export = [sys.executable, "-m", "clozeworks", "export", "--run", str(local)]
+    subprocess.run([*export, "--output", f"{base}/hf"], check=True, timeout=300)
+    kinds = {"docs": "docs", "tokenizer": "tokenizer", "shards": "shards", "run": "run"}
+    kinds["hf"] = "transformers"
+    for name, kind in kinds.items():
+        shown = _inspect(f"{base}/{name}", tmp_path)
+        assert shown["kind"] == kind and shown["path"] == f"{base}/{name}", (name, shown)
+    assert _inspect(f"{base}/run", tmp_path)["last_step"] == STEPS
