@@ -22,6 +22,10 @@ from clozeworks.corpus.shards.instances import SequenceBatch
 Rank = TypeVar("Rank", int, np.ndarray)
 
 DEFAULT_BUCKET_BITS = 12
+# A deal bucket holds about this much text (between it and twice it): what one worker
+# sorts at once, whatever the corpus size, up to MAX_BUCKET_BITS (2**24 buckets: 256 TB).
+DEAL_BUCKET_BYTES = 16 << 20
+MAX_BUCKET_BITS = 24
 
 
 def bucket_offsets(counts: Mapping[int, int]) -> dict[int, int]:
@@ -69,12 +73,13 @@ def _tiebreak(batch: SequenceBatch) -> list[bytes]:
     return [s.tobytes() + c.to_bytes(2, "big") for s, c in pairs]
 
 
-def bucket_bits_for(total_bytes: int, bytes_per_bucket: int = 16 << 20) -> int:
-    """Bits of the bucket index for a corpus of `total_bytes` of text: buckets of about
-    `bytes_per_bucket`, 1 to 4096 of them. Any value gives the same shards (a rank is a
-    position in the global key order); it only sets how much one worker sorts at once."""
-    buckets = max(1, total_bytes // bytes_per_bucket)
-    return min(DEFAULT_BUCKET_BITS, max(0, int(buckets).bit_length() - 1))
+def bucket_bits_for(total_bytes: int, bytes_per_bucket: int | None = None) -> int:
+    """Bits of the bucket index for a corpus of `total_bytes` of text: a power of two of
+    buckets holding `bytes_per_bucket` (DEAL_BUCKET_BYTES) to twice that each, as many as
+    the corpus needs up to 2**MAX_BUCKET_BITS. Any value gives the same shards (a rank is
+    a position in the global key order); it only sets how much one worker sorts at once."""
+    buckets = max(1, total_bytes // (bytes_per_bucket or DEAL_BUCKET_BYTES))
+    return min(MAX_BUCKET_BITS, max(0, int(buckets).bit_length() - 1))
 
 
 def key_order(

@@ -35,13 +35,16 @@ from clozeworks.pipelines.plumbing.counters import runner_counter
 _RECORD = struct.Struct("<II")  # key length, value length
 # Bytes a Spill DoFn buffers before it writes a file; the bound on its memory.
 SPILL_BYTES = 64 << 20
-# A bucket should hold about this much, so reading one stays far below the memory goal.
+# A bucket should hold about this much, so reading one stays far below the memory goal;
+# its count grows with the data up to MAX_BUCKETS (48 TB at 48 MB each).
 BUCKET_BYTES = 48 << 20
+MAX_BUCKETS = 1 << 20
 
 
-def buckets_for(data_bytes: int) -> int:
-    """Buckets for about `data_bytes` of shuffled data: a power of two in 16..4096."""
-    want = max(16, min(4096, -(-data_bytes // BUCKET_BYTES)))
+def buckets_for(data_bytes: int, bucket_bytes: int | None = None) -> int:
+    """Buckets for `data_bytes` of shuffled data, each about `bucket_bytes` (BUCKET_BYTES)
+    or less: a power of two from 16 up to MAX_BUCKETS."""
+    want = max(16, min(MAX_BUCKETS, -(-data_bytes // (bucket_bytes or BUCKET_BYTES))))
     return 1 << (want - 1).bit_length()
 
 

@@ -137,5 +137,12 @@ def test_key_order_and_bucket_bits() -> None:
     # a collision is ordered by the tiebreak, not by arrival
     assert key_order(keys, lambda: [b"x", b"b", b"a", b"y"]).tolist() == [2, 1, 0, 3]
     assert bucket_bits_for(0) == 0 and bucket_bits_for(100 << 30) == 12
+    assert bucket_bits_for(1 << 40) == 16  # 1 TB: 65,536 buckets, past the old cap of 4,096
+    # The bound: a bucket holds 1 to 2 times the bucket size (1 KB here) as the corpus
+    # grows 2**23-fold (to 12 GB), up to 2**MAX_BUCKET_BITS buckets.
+    for exponent in range(10, 33):
+        for total in (1 << exponent, 3 << exponent, (1 << exponent) + 7):
+            per_bucket = total / (1 << bucket_bits_for(total, 1024))
+            assert 1024 <= per_bucket < 2048, total
     big = np.array([1 << 63, (1 << 62) - 1], dtype=np.uint64)
     assert buckets_of(big, 1).tolist() == [1, 0] and buckets_of(big, 0).tolist() == [0, 0]

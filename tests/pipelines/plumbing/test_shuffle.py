@@ -135,7 +135,13 @@ def test_arrays_coder_carries_a_sequence_batch_through_files(tmp_path: Path) -> 
 def test_buckets_grow_with_the_data_as_powers_of_two() -> None:
     assert buckets_for(0) == 16
     assert buckets_for(10 << 30) == 256
-    assert buckets_for(1 << 50) == 4096
+    assert buckets_for(1 << 40) == 32768  # 1 TB: past the 4,096 buckets (196 GB) of before
+    # The bound: a bucket holds at most BUCKET_BYTES at any size up to MAX_BUCKETS of them,
+    # here with the bucket size lowered to 1 KB and the data growing 2**25-fold (to 1 GB).
+    for exponent in range(4, 29):
+        for data in (1 << exponent, 3 << exponent, (1 << exponent) + 1):
+            buckets = buckets_for(data, 1024)
+            assert buckets & (buckets - 1) == 0 and -(-data // buckets) <= 1024, data
 
 
 def _doc(i: int) -> dict[str, str]:
