@@ -375,6 +375,9 @@ def run_clean(
     filters = _check(config)
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress, "clean") as run:
+        for f in filters:  # a model the workers open must be where they can read it
+            for flag, path in getattr(f, "worker_files", list)():
+                run.require_shared(flag, path)
         placed = place_inputs(
             named_inputs(config.inputs), config.formats, config.on_bad_file == "skip"
         )

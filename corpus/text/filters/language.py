@@ -9,12 +9,15 @@ The 0.65 score threshold is datatrove's `LanguageFilter` default.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar, Protocol
 
 from clozeworks.corpus.text.filters.base import FilterResult
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 
 
 class LanguageIdentifier(Protocol):
@@ -75,11 +78,34 @@ class _FastText:
             raise UsageError(
                 "the fasttext language backend needs fasttext: pip install 'clozeworks[fasttext]'"
             ) from None
-        self._model = fasttext.load_model(model_path)
+        self._model = fasttext.load_model(_local_copy(model_path))
 
     def predict(self, text: str) -> tuple[str, float]:
         labels, scores = self._model.predict(text.replace("\n", " "), k=1)
         return str(labels[0]).removeprefix("__label__"), float(scores[0])
+
+
+def _local_copy(path: str) -> str:
+    """`path` itself, or for a URL (gs://, s3://: where remote workers read the model from)
+    a copy in this process's temporary folder, which fasttext can open."""
+    if "://" not in path or path.startswith("file://"):
+        return path.removeprefix("file://")
+    import hashlib
+    import tempfile
+
+    import fsspec
+
+    name = f"cloze-{hashlib.sha256(path.encode()).hexdigest()[:16]}.bin"
+    target = Path(tempfile.gettempdir()) / name
+    if not target.is_file():
+        partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+        try:
+            with fsspec.open(path, "rb") as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (OSError, ValueError) as err:
+            raise BadInputError(f"{path}: cannot read the language model ({err})") from None
+        partial.replace(target)
+    return str(target)
 
 
 register_backend("langid", _LangId)
@@ -95,7 +121,13 @@ class LanguageFilter:
     languages: str = field(default="en", metadata={"help": "comma-separated codes to keep"})
     min_score: float = field(default=0.65, metadata={"help": "lowest accepted probability"})
     backend: str = field(default="langid", metadata={"help": "langid or fasttext"})
-    model_path: str = field(default="", metadata={"help": "model file (fasttext backend)"})
+    model_path: str = field(
+        default="", metadata={"help": "model file (fasttext backend; a URL for remote workers)"}
+    )
+
+    def worker_files(self) -> list[tuple[str, str]]:
+        """(flag, path) of the files the workers open: they must reach them."""
+        return [("language-model-path", self.model_path)] if self.backend == "fasttext" else []
 
     def check(self) -> None:
         """Load the backend now, so a missing extra fails before the pipeline starts, and

@@ -1,5 +1,7 @@
 """Quality filters: each rule fires on text built to trip it, and only on that text."""
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +21,7 @@ from clozeworks.corpus.text.filters import (
 )
 from clozeworks.corpus.text.filters.gopher import _word_ids, duplicate_ngram_chars, top_ngram_chars
 from clozeworks.corpus.text.filters.text import split_words, terminal_punctuation, word_counts
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import BadInputError, UsageError
 
 PROSE = (
     "The river runs past the old mill and into the valley below the town.\n"
@@ -279,3 +281,23 @@ def test_every_filter_answers_any_text(text) -> None:
         result = FILTERS[name]().filter(text)
         assert result.keep or result.reason
     assert split_words(text) == split_words(text)
+
+
+def test_a_language_model_on_a_bucket_is_copied_where_fasttext_opens_it() -> None:
+    """Remote workers read `--language-model-path` from a URL (fasttext opens only local
+    files); the launcher refuses a local path for them (`StageRun.require_shared`)."""
+    import fsspec
+
+    from clozeworks.corpus.text.filters.language import LanguageFilter, _local_copy
+
+    with fsspec.open("memory://models/lid.bin", "wb") as f:
+        f.write(b"\x00model bytes")
+    local = _local_copy("memory://models/lid.bin")
+    assert Path(local).read_bytes() == b"\x00model bytes"
+    assert _local_copy("memory://models/lid.bin") == local  # copied once per machine
+    assert _local_copy("/data/lid.bin") == "/data/lid.bin"
+    with pytest.raises(BadInputError, match=r"memory://models/none\.bin: cannot read"):
+        _local_copy("memory://models/none.bin")
+    fast = LanguageFilter(backend="fasttext", model_path="gs://b/lid.bin")
+    assert fast.worker_files() == [("language-model-path", "gs://b/lid.bin")]
+    assert LanguageFilter().worker_files() == []
