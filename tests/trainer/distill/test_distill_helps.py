@@ -1,21 +1,28 @@
-"""Distillation helps (slow, ~20 min on 2 cores): on the demo's shards, with the same
-steps, seed, batches and held-out split, a student of 2 layers of 64 that learns from the
-demo's teacher (bert-tiny after 1,500 steps) with mlm,kd,att,hid ends at a lower held-out
-MLM loss than the same student trained alone, and fine-tunes on the demo's downstream
-probe better than that student.
+"""Distillation helps (slow, ~35 min on 2 cores): on the demo's shards, with the same
+steps, seed, batches and held-out split, a student of 2 layers that learns from the demo's
+teacher (bert-tiny, 2 layers of 128 with FFN 512, after 1,500 steps) with mlm,kd,att,hid
+for 600 steps ends at a lower held-out MLM loss than the same student trained alone, and
+fine-tunes on the demo's downstream probe better than the student's shape from random
+weights.
 
-Measured (bench/train/distill.py, 600 steps, 2026-11-28): held-out MLM loss 5.726
-distilled against 6.041 alone; probe dev accuracy with the demo's settings 53.0, 56.8,
-50.2 distilled against 44.9, 43.9, 46.8 alone (fine-tuning seeds 0-2; the students are
-the same runs each time). The test asks for every distilled seed above every seed of the
-student alone. Against random weights of the student's shape (10 seeds: 48.8% +- 5.2)
-the distilled student's lead is within one random seed's spread, so that is measured in
-bench/README.md, not asserted.
+The student is 2 layers of 128 with FFN 256: the teacher's width (no projection for hid)
+but not its shape, so it starts from random weights (DistilBERT's initialization copies
+the teacher's layers only where every shape agrees, and a student of the teacher's very
+shape would start as the teacher). Measured (bench/train/distill.py --hidden 128 --ffn 256,
+2026-11-29): held-out MLM loss 5.504 distilled against 5.811 alone; probe dev accuracy
+with the demo's settings, distilled 72.4, 73.1, 74.9, 73.7, 71.1, 70.7 (fine-tuning seeds
+0-5); random weights of its shape 50.7, 50.1, 70.0, 43.0, 69.5, 76.0, 65.4, 80.9, 59.5,
+59.5, 66.6, 54.4 (seeds 0-11: 62.1 +- 11.0). A random start varies far more than a
+pretrained one, so the test takes 12 random seeds and asks the distilled mean (seeds 0-3)
+to lead the random mean by at least 2 standard errors of the difference (Welch:
+sqrt(s1²/n1 + s2²/n2); 3.5 on those figures).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,9 +33,10 @@ from clozeworks.cli import main
 pytestmark = pytest.mark.slow
 
 STUDENT = (
-    "[model]\nhidden_size = 64\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 256\n"
+    "[model]\nhidden_size = 128\nnum_layers = 2\nnum_heads = 2\nintermediate_size = 256\n"
     "[optim]\nlr = 1e-3\n"
 )
+DISTILLED_SEEDS, RANDOM_SEEDS = range(4), range(12)
 
 
 def _train(demo: Path, out: Path, *extra: str) -> dict:
@@ -42,7 +50,7 @@ def _train(demo: Path, out: Path, *extra: str) -> dict:
     return [x for x in lines if "eval_mlm_loss" in x][-1]
 
 
-def test_a_distilled_student_beats_the_same_student_alone(tmp_path) -> None:
+def test_a_distilled_student_beats_alone_and_random_weights(tmp_path) -> None:
     from clozeworks.commands.demo import PROBE_SETTINGS
     from clozeworks.corpus.text.probe import write_package_task
     from clozeworks.trainer.finetune.run import run_finetune
@@ -61,13 +69,17 @@ def test_a_distilled_student_beats_the_same_student_alone(tmp_path) -> None:
     write_package_task(data)
     spec = load_task(str(data / "task.toml"))
 
-    def probe(run: str, seed: int) -> float:
-        out = tmp_path / f"probe-{run}-{seed}"
+    def probe(run: str, seed: int, random_init: bool = False) -> float:
+        out = tmp_path / f"probe-{run}-{seed}-{random_init}"
         settings = replace(PROBE_SETTINGS, seed=seed)
-        info = run_finetune(tmp_path / run, spec, data, out, settings)
+        info = run_finetune(tmp_path / run, spec, data, out, settings, random_init=random_init)
         return float(info["dev"]["accuracy"])
 
-    distilled = [probe("taught", seed) for seed in range(3)]
-    alone_probe = [probe("alone", seed) for seed in range(3)]
-    print(f"probe dev accuracy: distilled {distilled}, alone {alone_probe}")
-    assert min(distilled) > max(alone_probe), (distilled, alone_probe)
+    distilled = [probe("taught", seed) for seed in DISTILLED_SEEDS]
+    random = [probe("taught", seed, random_init=True) for seed in RANDOM_SEEDS]
+    print(f"probe dev accuracy: distilled {distilled}, random weights {random}")
+    se = math.sqrt(
+        statistics.variance(distilled) / len(distilled) + statistics.variance(random) / len(random)
+    )
+    lead = statistics.mean(distilled) - statistics.mean(random)
+    assert lead > 2 * se, (distilled, random, lead, se)
