@@ -139,6 +139,24 @@ def test_every_verb_on_a_bucket_writes_the_local_bytes(bucket, local, tmp_path, 
     assert json.loads(capsys.readouterr().out)["problems"] == []
 
 
+def test_every_verb_reaches_the_store_through_the_environment_alone(
+    bucket, local, tmp_path
+) -> None:
+    """No Beam flag: the corpus verbs take the endpoint and keys from the same environment
+    that train, inspect and export read (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...;
+    Google's application default credentials), and write the same bytes."""
+    if not bucket.flags:
+        pytest.skip("this store's clients read the environment already in the test above")
+    at = f"{bucket.url}/env"
+    _chain(local / "raw", at, [], tmp_path / "run")
+    for stage in ("docs", "tok", "shards"):
+        there = bucket.files(f"env/{stage}")
+        here = _local_files(local / "work" / stage)
+        assert sorted(there) == sorted(here), stage
+        for name, data in there.items():
+            assert _comparable(name, data, at, str(local / "work")) == here[name], name
+
+
 def test_an_export_onto_a_prefix_that_holds_objects_is_refused(bucket, local, capsys) -> None:
     # the chain's export is there already (or the other test has not run: write one)
     argv = ["export", "--run", str(local / "run"), "--output", f"{bucket.url}/again"]
