@@ -1,4 +1,4 @@
-"""Distillation helps (slow, ~35 min on 2 cores): on the demo's shards, with the same
+"""Distillation helps (slow, 22 min on 2 cores beside a CI run): on the demo's shards, with the same
 steps, seed, batches and held-out split, a student of 2 layers that learns from the demo's
 teacher (bert-tiny, 2 layers of 128 with FFN 512, after 1,500 steps) with mlm,kd,att,hid
 for 600 steps ends at a lower held-out MLM loss than the same student trained alone, and
