@@ -266,3 +266,22 @@ def test_the_job_file_holds_the_worker_environment(bucket, tmp_path, capsys) -> 
     options = environment["sdkPipelineOptions"]["options"]
     assert options["project"] == "clozeworks-test" and options["region"] == "us-central1"
     assert IMAGE in json.dumps(environment)
+
+
+def test_a_local_tokenizer_travels_with_the_job(bucket, tmp_path, capsys) -> None:
+    """`shard --tokenizer` on the launching machine: the tokenizer is read there and its
+    tokenizer.json goes to the workers inside the job (by value), so no worker needs the
+    local directory (its path is in the job only as a recorded setting)."""
+    import fsspec
+
+    fs = fsspec.filesystem("gs")
+    local = tmp_path / "tok"
+    fs.get(f"{BUCKET}/work/tok/", str(local), recursive=True)
+    tokenizer = (local / "tokenizer.json").read_bytes()
+    flags, commands = readme_commands()
+    (command,) = [c for c in commands if c[1] == "shard"]
+    argv = _expand(command, flags[0])
+    at = argv.index("--tokenizer")
+    argv[at + 1] = str(local)
+    pipeline = _job(argv, tmp_path / "job.json", capsys)
+    assert any(tokenizer[:2000] in f for f in _pickled_fns(pipeline))
