@@ -129,7 +129,7 @@ class BucketRun:
         files = []
         for path in sorted(self.local.rglob("*")):
             top = path.relative_to(self.local).parts[0]
-            if not path.is_file() or top.startswith((".", "step-")) or top in _LOCAL_ONLY:
+            if not path.is_file() or top.startswith((".", "step-")):  # the lock is a dot file
                 continue
             files.append(path)
         return files

@@ -97,7 +97,7 @@ def export_run(run: Path, output: Path, step: int | None = None) -> list[Path]:
     if not (tokenizer / "tokenizer.json").is_file():
         raise BadInputError(f"{tokenizer}: the run's tokenizer is missing (config.json names it)")
     written = []
-    special = _special_ids(tokenizer)
+    special = special_ids(tokenizer)
     for sub, hf in to_transformers(model, config, special):
         target = output / sub
         tmp = target.with_name(f".{target.name}.tmp")
@@ -184,7 +184,8 @@ def model_card(
     return "\n".join(lines)
 
 
-def _special_ids(tokenizer: Path) -> dict[str, int]:
+def special_ids(tokenizer: Path) -> dict[str, int]:
+    """The tokenizer's special ids by role (pad, cls, sep, ...)."""
     from clozeworks.corpus.vocab.files import load_tokenizer
 
     return load_tokenizer(tokenizer).special_ids

@@ -170,6 +170,15 @@ class RowNoise:
         return np.concatenate([tokens[:1], tokens[offset:-1], tokens[1:offset], tokens[-1:]])
 
 
+def shift_right(ids: torch.Tensor, real: torch.Tensor, start: int, pad: int) -> torch.Tensor:
+    """Rows of `ids` [B, L] shifted right behind `start`, pad where `real` is not: what the
+    decoder reads (fairseq's `prev_output_tokens`, transformers' `shift_tokens_right`)."""
+    shifted = torch.full_like(ids, pad)
+    shifted[:, 0] = start
+    shifted[:, 1:] = ids[:, :-1].masked_fill(~real[:, :-1], pad)
+    return shifted
+
+
 @dataclass
 class Denoising:
     """BART's inputs and targets for a collated batch of rows, in place: `input_ids` and
@@ -206,10 +215,7 @@ class Denoising:
         real = torch.arange(width, device=ids.device) < counts[:, None]
         original = batch["attention_mask"].bool()
         batch["labels"] = ids.masked_fill(~original, IGNORE_INDEX)
-        shifted = torch.full_like(ids, self.pad)
-        shifted[:, 0] = self.eos
-        shifted[:, 1:] = ids[:, :-1].masked_fill(~original[:, :-1], self.pad)
-        batch[DECODER_INPUTS] = shifted
+        batch[DECODER_INPUTS] = shift_right(ids, original, self.eos, self.pad)
         batch["input_ids"] = inputs
         batch["attention_mask"] = real.long()
         masks = ((inputs == self.tables.mask_id) & real).sum(1)

@@ -29,6 +29,7 @@ from torch import nn
 from clozeworks.schemas.errors import BadInputError, UsageError
 from clozeworks.schemas.validate import read_json_object
 from clozeworks.trainer.config import ModelConfig, TrainConfig
+from clozeworks.trainer.export import special_ids
 from clozeworks.trainer.families import (
     FAMILIES,
     build_encoder,
@@ -116,12 +117,6 @@ def check_fits(config: TrainConfig, shape: str, entities: bool) -> None:
             f"a {family.name} model fine-tunes {', '.join(OWN_SHAPES)} tasks with its own "
             f"classifier, not {what}"
         )
-
-
-def special_ids(tokenizer: Path) -> dict[str, int]:
-    from clozeworks.corpus.vocab.files import load_tokenizer
-
-    return load_tokenizer(tokenizer).special_ids
 
 
 def randomized(backbone: Backbone, seed: int) -> Backbone:

@@ -25,7 +25,7 @@ from torch import nn
 
 from clozeworks.trainer.batch_index import flat_index
 from clozeworks.trainer.config import ModelConfig
-from clozeworks.trainer.data.denoising import DECODER_INPUTS, DENOISE_STATS
+from clozeworks.trainer.data.denoising import DECODER_INPUTS, DENOISE_STATS, shift_right
 from clozeworks.trainer.heads import Outputs, classification
 from clozeworks.trainer.models import hf
 from clozeworks.trainer.models.bert import LayerStack, padded_vocab
@@ -212,9 +212,7 @@ class SequenceModel(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         eos, pad = self.special["sep"], self.special["pad"]
-        shifted = torch.full_like(input_ids, pad)
-        shifted[:, 0] = eos
-        shifted[:, 1:] = input_ids[:, :-1]
+        shifted = shift_right(input_ids, attention_mask.bool(), eos, pad)
         batch = {"input_ids": input_ids, "attention_mask": attention_mask, DECODER_INPUTS: shifted}
         h = self.bart.hidden(batch)  # [B, L, H]
         at = torch.arange(input_ids.shape[1], device=input_ids.device)
