@@ -195,6 +195,7 @@ def test_the_worker_requirements_are_the_launchers() -> None:
         re.split(r"[<>=\[ ]", d)[0].lower()
         for x in (
             "lang",
+            "fasttext",
             "ftfy",
             "wiki",
             "web",

@@ -78,7 +78,14 @@ class _FastText:
             raise UsageError(
                 "the fasttext language backend needs fasttext: pip install 'clozeworks[fasttext]'"
             ) from None
-        self._model = fasttext.load_model(_local_copy(model_path))
+        try:
+            self._model = fasttext.load_model(_local_copy(model_path))
+        except ValueError as err:  # fastText's words for a missing file or another format
+            raise BadInputError(f"{model_path}: not a fastText model ({err})") from None
+
+    @property
+    def languages(self) -> list[str]:
+        return [str(label).removeprefix("__label__") for label in self._model.get_labels()]
 
     def predict(self, text: str) -> tuple[str, float]:
         labels, scores = self._model.predict(text.replace("\n", " "), k=1)
