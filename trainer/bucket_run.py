@@ -94,21 +94,37 @@ class BucketRun:
                 if not path.endswith(f"/{LOCK_FILE}"):  # this run's lock stays
                     self._call("removing the old run", self.fs.rm, path)
             return self.local
+        self._download(None)
+        self._remember_all()
+        return self.local
+
+    def fetch(self, step: int | None = None) -> Path:
+        """The run into the mirror (which must be empty or absent) to read it: its files and
+        committed `step` (default: the newest). BadInputError if there is no run or no such
+        step."""
+        if not self.holds_run():
+            raise BadInputError(f"{self.url}: no run there (no {CONFIG})")
+        self.local.mkdir(parents=True, exist_ok=True)
+        self._download(step)
+        return self.local
+
+    def _download(self, step: int | None) -> None:
         for path in self._call("listing", self.fs.find, self.root):
             relative = path[len(self.root) :].lstrip("/")
             if relative.split("/")[0].startswith("step-") or relative in _LOCAL_ONLY:
                 continue
             self._get(path, self.local / relative)
         steps = self._committed()
+        if step is not None and step not in steps:
+            shown = ", ".join(map(str, steps)) or "none"
+            raise BadInputError(f"{self.url}: no committed step {step} (committed: {shown})")
         if steps:
-            newest = step_dir(self.local, steps[-1])
-            partial = newest.with_name(f".{newest.name}.download")
-            remote = f"{self.root}/{newest.name}"
+            chosen = step_dir(self.local, steps[-1] if step is None else step)
+            partial = chosen.with_name(f".{chosen.name}.download")
+            remote = f"{self.root}/{chosen.name}"
             for path in self._call("listing", self.fs.find, remote):
                 self._get(path, partial / path[len(remote) :].lstrip("/"))
-            partial.replace(newest)  # COMMITTED came with it: the step counts once whole
-        self._remember_all()
-        return self.local
+            partial.replace(chosen)  # COMMITTED came with it: the step counts once whole
 
     def _get(self, path: str, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from clozeworks.commands.fetched import fetched
 from clozeworks.corpus.locks import OutputLock
 from clozeworks.corpus.outputs import LOCAL, check_apart
 from clozeworks.corpus.shards.cache import is_remote
@@ -30,7 +31,10 @@ BEAM = False
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--run", required=True, metavar="DIR", help="training run or fine-tuned model directory"
+        "--run",
+        required=True,
+        metavar="DIR",
+        help="training run or fine-tuned model directory, or its URL (gs://, s3://)",
     )
     p.add_argument(
         "--output",
@@ -68,8 +72,10 @@ def run(args: argparse.Namespace, beam_argv: list[str]) -> int:
 
 
 def _export(args: argparse.Namespace, output: Path) -> list[Path]:
-    if (Path(args.run) / FINETUNE_FILE).is_file():
+    # A run on a bucket: its files and the one step exported, fetched to this machine.
+    run = fetched(args.run, args.step) if is_remote(args.run) else Path(args.run)
+    if (run / FINETUNE_FILE).is_file():
         if args.step is not None:
             raise UsageError("--step applies to training runs; a fine-tuned model has one")
-        return [export_finetuned(Path(args.run), output)]
-    return export_run(Path(args.run), output, args.step)
+        return [export_finetuned(run, output)]
+    return export_run(run, output, args.step)

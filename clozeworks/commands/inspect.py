@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clozeworks.commands.fetched import fetched
 from clozeworks.corpus.inspect.html import require_matplotlib, write_html
 from clozeworks.corpus.inspect.mirror import mirror
 from clozeworks.corpus.inspect.reencode import reencode
@@ -151,7 +152,7 @@ def _local(path: str) -> Path:
     bar = progress_bar(None, "download", "bytes")
     try:
         if not path.startswith(("http://", "https://")) and not _holds_manifest(path):
-            return _fetched(path)
+            return fetched(path)
         return mirror(path, progress=bar.update)
     finally:
         bar.close()
@@ -167,37 +168,6 @@ def _holds_manifest(url: str) -> bool:
         return any(fs.exists(f"{root}/{name}") for name in names_of(MANIFEST_FILE))
     except (ImportError, ValueError, OSError) as err:
         raise BadInputError(f"{url}: cannot read it: {err}") from None
-
-
-def _fetched(url: str) -> Path:
-    """`url`'s output in a temporary folder (removed at exit)."""
-    import atexit
-    import shutil
-    import tempfile
-
-    import fsspec
-
-    from clozeworks.corpus.locks import LOCK_FILE
-    from clozeworks.trainer.bucket_run import BucketRun
-
-    where = Path(tempfile.mkdtemp(prefix="cloze-inspect-"))
-    atexit.register(shutil.rmtree, where, True)
-    local = where / url.rstrip("/").rsplit("/", 1)[-1]
-    try:
-        fs, root = fsspec.core.url_to_fs(url.rstrip("/"))
-        files = [p for p in fs.find(root) if not p.endswith(f"/{LOCK_FILE}")]
-        if not files:
-            raise BadInputError(f"{url}: nothing there")
-        names = {p[len(root) :].lstrip("/") for p in files}
-        if {"config.json", "metrics.jsonl"} <= names:  # a run: the newest step is enough
-            return BucketRun(url, local).prepare(resume=True, overwrite=False)
-        for path in files:
-            target = local / path[len(root) :].lstrip("/")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fs.get_file(path, str(target))
-    except (ImportError, ValueError, OSError) as err:
-        raise BadInputError(f"{url}: cannot read it: {err}") from None
-    return local
 
 
 def _shards(path: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -150,3 +150,40 @@ def test_inspect_reads_every_kind_on_a_bucket(gcs, small_build, shards_dir, tmp_
         shown = _inspect(f"{base}/{name}", tmp_path)
         assert shown["kind"] == kind and shown["path"] == f"{base}/{name}", (name, shown)
     assert _inspect(f"{base}/run", tmp_path)["last_step"] == STEPS
+
+
+def test_export_reads_a_run_on_a_bucket(gcs, shards_dir, tmp_path) -> None:
+    """`cloze export --run gs://...` (a GPU machine's run, exported elsewhere): the same
+    files as the export of that run fetched by hand; a step the run pruned is one line
+    naming the steps it has."""
+    url = f"gs://{BUCKET}/to-export"
+    code, _, err = _finish(_train(shards_dir, url, tmp_path / "train"))
+    assert code == 0, err
+    export = [sys.executable, "-m", "clozeworks", "export"]
+    by_url = subprocess.run(
+        [*export, "--run", url, "--output", str(tmp_path / "by-url")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert by_url.returncode == 0, by_url.stderr
+    by_hand = _fetch(url, tmp_path / "hand" / "to-export")  # the card names the run so
+    subprocess.run([*export, "--run", str(by_hand), "--output", str(tmp_path / "by-hand")],
+                   check=True, timeout=300, capture_output=True)  # fmt: skip
+    ours = {
+        p.relative_to(tmp_path / "by-url"): p.read_bytes()
+        for p in (tmp_path / "by-url").rglob("*")
+        if p.is_file()
+    }
+    theirs = {
+        p.relative_to(tmp_path / "by-hand"): p.read_bytes()
+        for p in (tmp_path / "by-hand").rglob("*")
+        if p.is_file()
+    }
+    assert Path("model.safetensors") in ours and ours == theirs
+    pruned = subprocess.run(
+        [*export, "--run", url, "--step", "3", "--output", str(tmp_path / "pruned")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pruned.returncode == 2 and not (tmp_path / "pruned").exists()
+    assert pruned.stderr.strip().splitlines()[-1] == (
+        f"cloze export: error: {url}: no committed step 3 (committed: 27, 30)"
+    ), pruned.stderr
