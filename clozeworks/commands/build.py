@@ -41,7 +41,7 @@ from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
 from clozeworks.pipelines.clean import CleanSettings
 from clozeworks.pipelines.dedup import DedupSettings
-from clozeworks.schemas.errors import UsageError
+from clozeworks.schemas.errors import ClozeError, SettingError, UsageError
 from clozeworks.schemas.overlay import checked, read_table
 from clozeworks.schemas.settings import Setting, settings_of
 
@@ -172,12 +172,24 @@ def resolve(args: argparse.Namespace, parser_actions: dict[str, argparse.Action]
         if value is None or dest in ("config", "progress", "given_flags", "command"):
             continue
         if dest in owners:
-            values[(owners[dest].field, dest)] = value
+            values[(owners[dest].field, dest)] = _flag_value(owners[dest], dest, value)
         else:
             values[dest] = value
     if not values.get("input") or not values.get("output"):
         raise UsageError("--input and --output are required (on the command line or in --config)")
     return config_from(values)
+
+
+def _flag_value(part: Part, name: str, value: Any) -> Any:
+    """A flag's value as the setting holds it: a text its `parse` reads (a comma-separated
+    list of filters, formats, sizes), as the stage's own verb reads it."""
+    s = _keys(part)[name]
+    if s.parse is None or not isinstance(value, str):
+        return value
+    try:
+        return s.parse(value)
+    except (ValueError, ClozeError) as err:
+        raise SettingError(name, str(err)) from None
 
 
 def config_from(values: dict[Any, Any]) -> BuildConfig:

@@ -12,6 +12,7 @@ from clozeworks.corpus.shards.settings import ShardSettings
 from clozeworks.corpus.text.demo import iter_docstrings
 from clozeworks.corpus.vocab.train import VocabConfig
 from clozeworks.pipelines.build import BuildConfig, run_build
+from clozeworks.schemas.errors import SettingError
 from tests.conftest import write_jsonl
 
 
@@ -133,6 +134,19 @@ def test_every_stage_flag_is_a_build_flag_and_a_toml_key(tmp_path) -> None:
     plain = _build_config(common)
     assert plain.clean.filter_options["length"]["min_chars"] == 1  # clean's default
     assert plain.dedup.num_perm == 256 and plain.shard.seed == 12345
+
+
+def test_list_and_size_flags_are_read_as_their_verbs_read_them(tmp_path) -> None:
+    """Flags whose settings have a reading of their own (a list, a size) reach build's
+    stages read, as `cloze clean` and `cloze vocab` read them: `--filters c4,gopher` is
+    three filters, not letters; a bad one is one line naming the flag."""
+    common = ["--input", "raw", "--output", str(tmp_path / "o")]
+    config = _build_config([*common, "--filters", "c4,gopher", "--sample-bytes", "10M"])
+    assert config.clean.filters == ("c4", "gopher-quality", "gopher-repetition")
+    assert set(config.clean.filter_options) == set(config.clean.filters)
+    assert config.sample.sample_bytes == 10_000_000
+    with pytest.raises(SettingError, match="unknown filter 'c5'"):
+        _build_config([*common, "--filters", "c5"])
 
 
 def _tree(root: Path) -> dict[str, bytes]:
