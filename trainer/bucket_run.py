@@ -6,8 +6,9 @@ The bucket is the run; the mirror is a cache. An object store has no rename, so 
 committed there as locally: its files go up first and `COMMITTED` (their sizes and
 sha256) last; a step without it is unfinished and ignored. Steps the run prunes locally
 (`--keep`) lose their `COMMITTED` on the bucket first, then their files. The run's other
-files (config.json, metrics.jsonl, resumes.json, teacher.json, the tokenizer) follow each
-checkpoint and the end of the run. `--resume` rebuilds the mirror from the bucket (those
+files (config.json, metrics.jsonl, resumes.json, teacher.json, the tokenizer) go up
+before each checkpoint (so a committed step never lacks its config.json), after it, and at
+the end of the run. `--resume` rebuilds the mirror from the bucket (those
 files and the newest committed step) on any machine and goes on from there: steps the
 mirror had that never reached the bucket are dropped with it.
 
@@ -163,7 +164,10 @@ class BucketRun:
 
     def push_step(self, step: Path) -> None:
         """Commit `step` on the bucket (COMMITTED last), drop the steps the mirror no
-        longer holds (their COMMITTED first), then send the run's changed files."""
+        longer holds (their COMMITTED first), then send the run's changed files. They go
+        before the step too: a committed step on the bucket always has its run's
+        config.json beside it, whenever the machine dies."""
+        self.push_files()
         names = sorted(p.name for p in step.iterdir() if p.is_file() and p.name != COMMITTED)
         for name in [*names, COMMITTED]:
             self._put(step / name, f"{step.name}/{name}")

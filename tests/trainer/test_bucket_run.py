@@ -187,3 +187,31 @@ def test_export_reads_a_run_on_a_bucket(gcs, shards_dir, tmp_path) -> None:
     assert pruned.stderr.strip().splitlines()[-1] == (
         f"cloze export: error: {url}: no committed step 3 (committed: 27, 30)"
     ), pruned.stderr
+
+
+def test_a_committed_step_never_reaches_the_bucket_before_its_config(tmp_path) -> None:
+    """The first checkpoint's upload, in order: the run's files (config.json among them)
+    before the step's files and its COMMITTED, so a machine that dies at any point leaves
+    either no committed step or one `--resume` can go on from."""
+    from clozeworks.trainer.bucket_run import BucketRun
+
+    mirror = tmp_path / "mirror"
+    step = mirror / "step-0000003"
+    step.mkdir(parents=True)
+    (mirror / "config.json").write_text("{}")
+    (mirror / "metrics.jsonl").write_text('{"step": 3}\n')
+    (step / "model.safetensors").write_bytes(b"weights")
+    (step / "COMMITTED").write_text("{}")
+    bucket = BucketRun(f"memory://runs/{tmp_path.name}", mirror)
+    sent: list[str] = []
+    put = bucket.fs.put_file
+
+    def recording(source: str, target: str) -> None:
+        sent.append(target.rsplit(f"{tmp_path.name}/", 1)[-1])
+        put(source, target)
+
+    bucket.fs.put_file = recording
+    bucket.push_step(step)
+    assert sent.index("config.json") < sent.index("step-0000003/COMMITTED"), sent
+    assert sent.index("step-0000003/model.safetensors") < sent.index("step-0000003/COMMITTED")
+    assert bucket.holds_run() and bucket._committed() == [3]
