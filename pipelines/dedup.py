@@ -510,6 +510,7 @@ def run_dedup(
         raise SettingError("inputs", "names a store twice")
     settings = config.near_settings()
     with StageRun(beam_argv, progress, "dedup") as run:
+        run.require_reach(config.inputs, outputs)
         upstreams = [read_store_stats(directory) for directory in config.inputs]
         staging = run.stage(config.output)
         clusters = run.stage(config.emit_clusters) if config.emit_clusters else None

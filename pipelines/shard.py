@@ -147,6 +147,8 @@ def run_shard(
         StageRun(beam_argv, progress, "shard") as run,
         tempfile.TemporaryDirectory(prefix="cloze-tokenizer-") as tmp,
     ):
+        # not the tokenizer: it goes with the job, by value
+        run.require_reach([config.input], {"output": config.output})
         info = load_tokenizer(local_tokenizer(config.tokenizer, tmp))
         store = read_store_stats(config.input)
         if config.language is None:  # the store's, recorded in the manifest as resolved

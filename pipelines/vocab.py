@@ -213,7 +213,8 @@ def run_vocab(
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
     with StageRun(beam_argv, progress, "vocab") as run:
-        run.require_shared("output", config.output)  # the workers write the sample there
+        # the workers write the sample to the output
+        run.require_reach([config.input], {"output": config.output})
         documents, text_bytes = store_totals(config.input)
         if documents == 0:
             raise BadInputError(f"{config.input}: the document store holds no documents")

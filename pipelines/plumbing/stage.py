@@ -38,10 +38,8 @@ from clozeworks.pipelines.plumbing.options import is_local, pipeline_options, sh
 from clozeworks.pipelines.plumbing.progress import Bar, pipeline_progress
 from clozeworks.pipelines.plumbing.runner import run_pipeline
 from clozeworks.pipelines.plumbing.shuffle import Shuffle
+from clozeworks.pipelines.plumbing.workers import workers_elsewhere
 from clozeworks.schemas.errors import DryRun, SettingError
-
-# Runners whose workers run on machines of their own.
-REMOTE_RUNNERS = ("DataflowRunner", "TestDataflowRunner")
 
 
 class StageRun:
@@ -51,12 +49,10 @@ class StageRun:
         self.verb = verb
         self.options = pipeline_options(beam_argv)
         self.local = is_local(self.options)
-        # Workers on other machines (Dataflow's) cannot reach this machine's disk; a job
-        # server and worker pool here, or any local runner, can.
-        runner = str(self.options.view_as(StandardOptions).runner or "")
-        self.runner = runner.rsplit(".", 1)[-1]
-        self.remote_workers = self.runner in REMOTE_RUNNERS
-        if self.remote_workers:
+        # Workers elsewhere (Dataflow's, a remote cluster's, containers') cannot reach this
+        # machine's disk; a job server and worker pool here, or any local runner, can.
+        self.workers_elsewhere = workers_elsewhere(self.options)
+        if self.workers_elsewhere:
             cloud = self.options.view_as(GoogleCloudOptions)
             for flag in ("temp_location", "staging_location"):
                 self.require_shared(flag, getattr(cloud, flag))
@@ -83,14 +79,24 @@ class StageRun:
                 lock.release()
 
     def require_shared(self, name: str, path: str | None) -> None:
-        """SettingError if the runner's workers run on machines of their own and `path` is
-        on this one: each worker would write to its own disk, and the output be lost."""
-        if self.remote_workers and path and FileSystems.get_scheme(path) in (None, "file"):
+        """SettingError if the runner's workers run elsewhere and `path` is on this machine:
+        they would not find an input there, and each would write an output to its own disk,
+        where it is lost."""
+        local = path and FileSystems.get_scheme(path) in (None, "file")
+        if self.workers_elsewhere and local:
             raise SettingError(
                 name,
-                f"{path} is on this machine, which {self.runner}'s workers cannot reach: "
+                f"{path} is on this machine, which {self.workers_elsewhere} cannot reach: "
                 "it must be on a shared filesystem (gs://, s3://, ...)",
             )
+
+    def require_reach(self, inputs: Sequence[str], outputs: dict[str, str | None]) -> None:
+        """`require_shared` for the outputs the workers write (by flag) and the inputs they
+        read, before anything is listed or locked."""
+        for name, path in outputs.items():
+            self.require_shared(name, path)
+        for path in inputs:
+            self.require_shared("input", path)
 
     def lock(self, output: str) -> None:
         """Hold `output`'s lock until the run ends (OutputInUse if another run has it); an
