@@ -13,10 +13,15 @@ import bz2
 import contextlib
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 import tomllib
 import zlib
 from collections.abc import Iterator
@@ -43,7 +48,9 @@ def readme_commands() -> tuple[list[list[str]], list[list[str]]]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("## Running on Dataflow", 1)[1].split("\n## ", 1)[0]
     lines = [
-        ln for block in re.findall(r"```sh\n(.*?)```", section, re.S) for ln in block.splitlines()
+        ln.strip()
+        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+        for ln in block.splitlines()
     ]
     for placeholder, value in PLACES.items():
         lines = [re.sub(rf"\b{placeholder}\b", value, ln) for ln in lines]
@@ -78,17 +85,21 @@ def bucket(tmp_path_factory) -> Iterator[Path]:
     with gcs_server(BUCKET):
         import fsspec
 
-        # Documents the README's filters (c4, gopher) keep: plain sentences of prose.
-        docstrings = zip(range(2000), iter_docstrings(min_chars=200), strict=False)
-        sentences = [s for _, d in docstrings for s in _prose(d["text"])]
-        texts = ["\n".join(sentences[i : i + 8]) for i in range(0, len(sentences) - 7, 8)]
-        lines = "".join(json.dumps({"text": t}) + "\n" for t in texts)
-        fsspec.filesystem("gs").pipe(f"{BUCKET}/raw/docs.jsonl", lines.encode())
+        fsspec.filesystem("gs").pipe(f"{BUCKET}/raw/docs.jsonl", _documents().encode())
         _, commands = readme_commands()
         for command in commands:
             if command[1] in ("clean", "dedup", "vocab"):
                 assert main([*_expand(command, []), "--no-progress"]) == 0, command
         yield work
+
+
+def _documents() -> str:
+    """JSON lines of documents the README's filters (c4, gopher) keep: plain sentences of
+    prose."""
+    docstrings = zip(range(2000), iter_docstrings(min_chars=200), strict=False)
+    sentences = [s for _, d in docstrings for s in _prose(d["text"])]
+    texts = ["\n".join(sentences[i : i + 8]) for i in range(0, len(sentences) - 7, 8)]
+    return "".join(json.dumps({"text": t}) + "\n" for t in texts)
 
 
 def _prose(docstring: str) -> list[str]:
@@ -286,3 +297,112 @@ def test_a_local_tokenizer_travels_with_the_job(bucket, tmp_path, capsys) -> Non
     argv[at + 1] = str(local)
     pipeline = _job(argv, tmp_path / "job.json", capsys)
     assert any(tokenizer[:2000] in f for f in _pickled_fns(pipeline))
+
+
+def checklist() -> list[tuple[int, list[str]]]:
+    """The README's "From one machine to Dataflow": (number, the lines of its ```sh
+    blocks) of each step, placeholders filled in."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### From one machine to Dataflow", 1)[1]
+    steps: list[tuple[int, list[str]]] = []
+    fenced = False
+    for line in section.splitlines():
+        numbered = re.match(r"(\d+)\. ", line)
+        if numbered:
+            steps.append((int(numbered[1]), []))
+            fenced = False
+        elif steps and line and not line.startswith(" "):
+            break  # the prose after the list
+        elif line.strip().startswith("```"):
+            fenced = line.strip() == "```sh"
+        elif fenced and line.strip():
+            for placeholder, value in PLACES.items():
+                line = re.sub(rf"\b{placeholder}\b", value, line)
+            steps[-1][1].append(line.strip())
+    return steps
+
+
+# The walk's bucket prefix (the fixture's stores stay as they are) and a model small
+# enough to train here; flags after the README's override its preset.
+WALK = f"gs://{BUCKET}/walk/"
+TINY = ["--set", "model.hidden_size=32", "--set", "model.num_layers=2"]
+TINY += ["--set", "model.num_heads=2", "--set", "model.intermediate_size=64"]
+TINY += ["--max-steps", "30", "--batch-size", "8", "--save-every", "3", "--keep", "2"]
+TINY += ["--warmup", "0.1", "--no-progress", "--report-to", "none", "--deterministic"]
+
+
+def test_the_checklist_walks_from_one_machine_to_dataflow(
+    bucket, tmp_path, capsys, monkeypatch
+) -> None:
+    """Every command of the checklist, in order: this machine's as written; `gcloud storage
+    cp` through fsspec; each Dataflow verb as a dry run whose job is read, then for real on
+    the local runner against the emulator; the training killed once it has a checkpoint
+    on the bucket (a preempted machine) and resumed by the checklist's next command in a
+    new mirror; the export read back from the bucket."""
+    import fsspec
+
+    steps = checklist()
+    assert [n for n, _ in steps] == list(range(1, len(steps) + 1)) and len(steps) >= 6
+    assert all(lines for _, lines in steps), steps
+    image_flags, _ = readme_commands()[0]
+    for name in ("sample", "raw"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "docs.jsonl").write_text(_documents(), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    fs = fsspec.filesystem("gs")
+    walked: list[str] = []
+    for _, lines in steps:
+        for line in lines:
+            words = shlex.split(line.replace(f"gs://{BUCKET}/", WALK))
+            fs.invalidate_cache()
+            if words[:3] == ["gcloud", "storage", "cp"]:
+                assert words[3] == "-r", words
+                fs.put(f"{words[4].rstrip('/')}/", words[5].removeprefix("gs://"), recursive=True)
+            elif "$DATAFLOW" in words:
+                job = tmp_path / f"{words[1]}.json"
+                pipeline = _job(_expand(words, image_flags), job, capsys)
+                environment = json.loads(job.read_text())["environment"]
+                assert environment["workerPools"] and IMAGE in json.dumps(environment)
+                steps_json = json.dumps(_leaves(pipeline)).encode()
+                assert not [r for r in _local_roots(tmp_path) if r in steps_json], words
+                assert main([*_expand(words, []), "--no-progress"]) == 0, words
+            elif words[1] == "train":
+                _walk_train(words, tmp_path)
+            else:
+                assert main(words[1:]) == 0, words
+            walked.append(words[1] if words[0] == "cloze" else words[0])
+    assert walked.count("train") == 2 and walked[-1] == "export"
+    fs.invalidate_cache()
+    model = f"{WALK.removeprefix('gs://')}models/bert"
+    assert {"config.json", "model.safetensors"} <= {p.rsplit("/", 1)[-1] for p in fs.find(model)}
+    run = f"{WALK.removeprefix('gs://')}runs/bert"
+    assert fs.exists(f"{run}/step-0000030/COMMITTED") and fs.cat_file(f"{run}/resumes.json")
+
+
+def _walk_train(words: list[str], where: Path) -> None:
+    """The first `cloze train` is killed once the bucket holds a committed checkpoint; the
+    one with `--resume` runs on another machine (another mirror) to the end."""
+    import fsspec
+
+    resume = "--resume" in words
+    env = {**os.environ, "CLOZEWORKS_RUN_CACHE": str(where / ("b" if resume else "a"))}
+    argv = [sys.executable, "-m", "clozeworks", *words[1:], *TINY]
+    if resume:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and "(from step" in done.stdout, done.stderr
+        return
+    first = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    fs = fsspec.filesystem("gs")
+    run = words[words.index("--output") + 1].removeprefix("gs://")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        fs.invalidate_cache()
+        if fs.glob(f"{run}/step-*/COMMITTED"):
+            break
+        time.sleep(0.05)
+    if first.poll() is not None:
+        raise AssertionError(f"the run ended before it was killed: {first.stderr.read()}")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
