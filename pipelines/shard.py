@@ -149,6 +149,10 @@ def run_shard(
     ):
         # not the tokenizer: it goes with the job, by value
         run.require_reach([config.input], {"output": config.output})
+        if config.premask:  # the workers draw the masks with the trainer's code
+            run.require_worker_packages(
+                "premask", ["torch", "numba"], "requirements-dataflow-premask.txt has them"
+            )
         info = load_tokenizer(local_tokenizer(config.tokenizer, tmp))
         store = read_store_stats(config.input)
         if config.language is None:  # the store's, recorded in the manifest as resolved

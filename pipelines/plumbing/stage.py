@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -27,6 +29,7 @@ from apache_beam.options.pipeline_options import (
     DebugOptions,
     GoogleCloudOptions,
     PipelineOptions,
+    SetupOptions,
     StandardOptions,
     TestOptions,
 )
@@ -88,6 +91,30 @@ class StageRun:
                 name,
                 f"{path} is on this machine, which {self.workers_elsewhere} cannot reach: "
                 "it must be on a shared filesystem (gs://, s3://, ...)",
+            )
+
+    def require_worker_packages(self, flag: str, packages: Sequence[str], remedy: str) -> None:
+        """SettingError if the workers run elsewhere and install a `--requirements_file`
+        that lacks one of `packages`, which a flag's work needs there (what an image holds
+        cannot be read from here)."""
+        path = self.options.view_as(SetupOptions).requirements_file
+        if not self.workers_elsewhere or not path:
+            return
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return  # Beam's stager names the file it cannot read
+        named = {
+            re.split(r"[<>=!~\[ ;@]", line.strip(), maxsplit=1)[0].lower()
+            for line in lines
+            if line.strip() and not line.lstrip().startswith(("#", "-"))
+        }
+        missing = [p for p in packages if p.lower() not in named]
+        if missing:
+            raise SettingError(
+                flag,
+                f"needs {', '.join(missing)} on the workers, which {path} does not install "
+                f"({remedy})",
             )
 
     def require_reach(self, inputs: Sequence[str], outputs: dict[str, str | None]) -> None:

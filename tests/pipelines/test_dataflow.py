@@ -215,6 +215,7 @@ def test_the_worker_requirements_are_the_launchers() -> None:
             "fast",
             "korean",
             "mecab",
+            "kiwi",
             "kss",
             "trafilatura",
         )
@@ -223,6 +224,13 @@ def test_the_worker_requirements_are_the_launchers() -> None:
     workers, tested = _pins(ROOT / "requirements-dataflow.txt"), _pins(ROOT / "constraints.txt")
     assert set(workers) == names - {"apache-beam"}
     assert {n: tested[n] for n in workers} == workers
+    # `shard --premask` draws masks on the workers: the same and PyTorch's (torch, numba).
+    premask = _pins(ROOT / "requirements-dataflow-premask.txt")
+    extra = {
+        re.split(r"[<>=\[ ]", d)[0].lower() for d in project["optional-dependencies"]["premask"]
+    }
+    assert set(premask) == set(workers) | extra | {"llvmlite"}
+    assert {n: tested[n] for n in premask} == premask
     docker = (ROOT / "Dockerfile.dataflow").read_text()
     assert re.search(r"^ARG BEAM=(\S+)$", docker, re.M).group(1) == tested["apache-beam"]
 
@@ -406,3 +414,27 @@ def _walk_train(words: list[str], where: Path) -> None:
         raise AssertionError(f"the run ended before it was killed: {first.stderr.read()}")
     first.send_signal(signal.SIGKILL)
     first.wait()
+
+
+def test_premask_needs_torch_on_the_workers(bucket, tmp_path, capsys, monkeypatch) -> None:
+    """`shard --premask` with the README's wheel and requirements-dataflow.txt is refused in
+    one line (its workers would have no torch); requirements-dataflow-premask.txt, which
+    has it, translates into a job that stages it."""
+    flags, commands = readme_commands()
+    (_, wheel_flags) = flags
+    (command,) = [c for c in commands if c[1] == "shard"]
+    shutil.copy(ROOT / "requirements-dataflow-premask.txt", bucket)
+    monkeypatch.chdir(bucket)
+    argv = [*_expand(command, wheel_flags), "--premask", "token"]
+    assert main([*argv, "--dry_run", "True"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "cloze shard: error: --premask needs torch, numba on the workers, which "
+        "requirements-dataflow.txt does not install (requirements-dataflow-premask.txt has them)"
+    ]
+    at = argv.index("requirements-dataflow.txt")
+    argv[at] = "requirements-dataflow-premask.txt"
+    pipeline = _job(argv, tmp_path / "job.json", capsys)
+    (environment,) = pipeline["components"]["environments"].values()
+    staged = {base64.b64decode(d["rolePayload"])[2:].decode() for d in environment["dependencies"]}
+    assert "requirements.txt" in staged
