@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 # Everything, including the slow end-to-end and statistical tests.
 test-all: lint
