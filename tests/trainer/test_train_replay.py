@@ -30,7 +30,7 @@ def _readme_toml() -> str:
 
 def _readme_train_lines() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return [m.group(1) for m in re.finditer(r"^cloze train +(--data .*)$", text, re.M)]
+    return [m.group(1) for m in re.finditer(r"^ *cloze train +(--data .*)$", text, re.M)]
 
 
 # Every flag of `cloze train` that sets a setting, each spelling once, and the
