@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from clozeworks.corpus.outputs import LOCAL, OutputFS
+from clozeworks.pipelines.plumbing import s3clients
 from clozeworks.schemas.errors import BadInputError, StoreError
 
 
@@ -211,3 +212,8 @@ class FileSystemsDoFn(beam.DoFn):
     def setup(self) -> None:
         if FileSystems._pipeline_options is None and self._filesystem_options:
             FileSystems.set_options(PipelineOptions.from_dictionary(self._filesystem_options))
+
+
+# Beam's S3 filesystem, imported with FileSystems, shares its boto3 clients from here on
+# (in every process that writes through this module: the launcher and the workers).
+s3clients.install()
