@@ -102,11 +102,17 @@ def test_a_killed_bucket_run_resumes_elsewhere_bit_identical(gcs, shards_dir, tm
     assert json.loads((fetched / "resumes.json").read_text())
 
 
-def test_a_new_run_into_a_bucket_run_is_refused(gcs, shards_dir, tmp_path) -> None:
-    url = f"gs://{BUCKET}/held"
-    code, _, err = _finish(_train(shards_dir, url, tmp_path / "a"))
+@pytest.fixture(scope="module")
+def bucket_run(gcs, shards_dir, tmp_path_factory) -> str:
+    """A finished run kept on the bucket (the later tests read it, none changes it)."""
+    url = f"gs://{BUCKET}/kinds/run"
+    code, _, err = _finish(_train(shards_dir, url, tmp_path_factory.mktemp("train")))
     assert code == 0, err
-    code, _, err = _finish(_train(shards_dir, url, tmp_path / "b"))
+    return url
+
+
+def test_a_new_run_into_a_bucket_run_is_refused(bucket_run, shards_dir, tmp_path) -> None:
+    code, _, err = _finish(_train(shards_dir, bucket_run, tmp_path / "b"))
     assert code == 2 and "holds a run; pass --resume" in err and err.count("\n") == 1, err
     code, _, err = _finish(_train(shards_dir, f"gs://{BUCKET}/none", tmp_path / "c", "--resume"))
     assert code == 2 and "no run there" in err, err
@@ -129,43 +135,36 @@ def _inspect(url: str, cwd: Path) -> dict:
     return json.loads(done.stdout)
 
 
-def test_inspect_reads_every_kind_on_a_bucket(gcs, small_build, shards_dir, tmp_path) -> None:
-    """A store, a tokenizer, shards, a run and an export, each by URL; the report names the
-    URL."""
+def test_inspect_reads_every_kind_on_a_bucket(bucket_run, small_build, tmp_path) -> None:
+    """A store, a tokenizer, shards, a run and an export (made from the run on the bucket
+    into the bucket), each by URL; the report names the URL."""
     paths = small_build[0]
-    base = f"gs://{BUCKET}/kinds"
+    base = bucket_run.rsplit("/", 1)[0]
     _upload(Path(paths.docs), f"{base}/docs")
     _upload(Path(paths.tokenizer), f"{base}/tokenizer")
     _upload(Path(paths.shards), f"{base}/shards")
-    code, _, err = _finish(_train(shards_dir, f"{base}/run", tmp_path / "train"))
-    assert code == 0, err
-    local = tmp_path / "local-run"
-    code, _, err = _finish(_train(shards_dir, str(local), tmp_path / "local"))
-    assert code == 0, err
-    export = [sys.executable, "-m", "clozeworks", "export", "--run", str(local)]
+    export = [sys.executable, "-m", "clozeworks", "export", "--run", bucket_run]
     subprocess.run([*export, "--output", f"{base}/hf"], check=True, timeout=300)
     kinds = {"docs": "docs", "tokenizer": "tokenizer", "shards": "shards", "run": "run"}
     kinds["hf"] = "transformers"
     for name, kind in kinds.items():
         shown = _inspect(f"{base}/{name}", tmp_path)
         assert shown["kind"] == kind and shown["path"] == f"{base}/{name}", (name, shown)
-    assert _inspect(f"{base}/run", tmp_path)["last_step"] == STEPS
+    assert _inspect(bucket_run, tmp_path)["last_step"] == STEPS
 
 
-def test_export_reads_a_run_on_a_bucket(gcs, shards_dir, tmp_path) -> None:
+def test_export_reads_a_run_on_a_bucket(bucket_run, tmp_path) -> None:
     """`cloze export --run gs://...` (a GPU machine's run, exported elsewhere): the same
     files as the export of that run fetched by hand; a step the run pruned is one line
     naming the steps it has."""
-    url = f"gs://{BUCKET}/to-export"
-    code, _, err = _finish(_train(shards_dir, url, tmp_path / "train"))
-    assert code == 0, err
+    url = bucket_run
     export = [sys.executable, "-m", "clozeworks", "export"]
     by_url = subprocess.run(
         [*export, "--run", url, "--output", str(tmp_path / "by-url")],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert by_url.returncode == 0, by_url.stderr
-    by_hand = _fetch(url, tmp_path / "hand" / "to-export")  # the card names the run so
+    by_hand = _fetch(url, tmp_path / "hand" / "run")  # the card names the run by its name
     subprocess.run([*export, "--run", str(by_hand), "--output", str(tmp_path / "by-hand")],
                    check=True, timeout=300, capture_output=True)  # fmt: skip
     ours = {

@@ -4,6 +4,7 @@ with a clear message, and held-out evaluation lands in metrics.jsonl."""
 
 import json
 import shutil
+import time
 from dataclasses import replace
 
 import pytest
@@ -212,6 +213,10 @@ def test_tensorboard_after_a_resume_has_each_step_once(shards_dir, tmp_path) -> 
     # As if killed after logging step 8 but before its checkpoint was committed: the
     # resume starts from step 4 and logs steps 6 and 8 a second time.
     shutil.rmtree(run / "step-0000008")
+    # TensorBoard reads event files in name order: the second, then the pid, then a counter
+    # of this process's writers compared as text ("10" before "9"). A resume is a new
+    # process; resumed in this one within the same second, the order could turn.
+    time.sleep(1.01 - time.time() % 1)
     train(config, shards_dir, run, resume=True, progress=False)
     events = EventAccumulator(str(run / "tensorboard"))
     events.Reload()
