@@ -26,12 +26,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# A test file to a worker, as many workers as cores (at most 4): module fixtures (an
+# emulator, a job server, a built corpus) are made once, and each worker's memory stays
+# that of one test file's.
+PARALLEL = -n auto --maxprocesses 4 --dist loadfile
+
 test: lint
-	$(BIN)/python -m pytest -q --durations=30
+	$(BIN)/python -m pytest -q $(PARALLEL) --durations=30
 
 # Everything, including the slow end-to-end and statistical tests.
 test-all: lint
-	$(BIN)/python -m pytest -q -m ''
+	$(BIN)/python -m pytest -q $(PARALLEL) -m ''
 
 clean-venv:
 	rm -rf $(VENV)
