@@ -17,8 +17,8 @@ from clozeworks.trainer.config import TrainConfig
 from clozeworks.trainer.loop import train
 from tests.trainer.test_loop import tiny_config
 
-# About 35 s for the file (inductor compiles each encoder once, then once more to dynamic
-# shapes): kept in the default run, the only check that --compile works.
+# About 80 s for the file on a 2-core machine (inductor compiles each encoder once, then
+# once more to dynamic shapes): kept in the default run, the only check that --compile works.
 
 
 def tiny(**kw) -> TrainConfig:

@@ -12,12 +12,12 @@ import pytest
 pytest.importorskip("moto.server")
 pytest.importorskip("apache_beam.io.aws.s3io")
 
-import boto3  # noqa: E402
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+import boto3
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 
-from clozeworks.pipelines.plumbing import s3clients  # noqa: E402
-from tests.trainer.data.servers import s3_flags, s3_server  # noqa: E402
+from clozeworks.pipelines.plumbing import s3clients
+from tests.trainer.data.servers import s3_flags, s3_server
 
 
 def _made(monkeypatch) -> list[str]:
@@ -53,10 +53,12 @@ def test_beams_s3io_shares_one_client_per_settings(monkeypatch) -> None:
                 for path, reader in readers.items():
                     got[path] += reader.read(1 << 16)
             assert got == texts
-            assert FileSystems.exists("s3://shared/0.txt") and not FileSystems.exists("s3://shared/9.txt")
-            assert [m.path for m in FileSystems.match(["s3://shared/*.txt"])[0].metadata_list] == list(
-                texts
+            assert FileSystems.exists("s3://shared/0.txt") and not FileSystems.exists(
+                "s3://shared/9.txt"
             )
+            assert [
+                m.path for m in FileSystems.match(["s3://shared/*.txt"])[0].metadata_list
+            ] == list(texts)
             assert made == [first]  # dozens of operations, one client
             FileSystems.set_options(PipelineOptions(s3_flags(second)))
             FileSystems.exists("s3://shared/0.txt")  # (moto's servers share one store)
