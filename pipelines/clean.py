@@ -375,10 +375,10 @@ def run_clean(
     filters = _check(config)
     check_apart({"output": config.output, "rejects": config.rejects}, {"input": config.inputs})
     with StageRun(beam_argv, progress, "clean") as run:
-        run.require_reach(config.inputs, {"output": config.output, "rejects": config.rejects})
-        for f in filters:  # a model the workers open must be where they can read it
-            for flag, path in getattr(f, "worker_files", list)():
-                run.require_shared(flag, path)
+        # a model the workers open must be where they can read it, as the outputs
+        opened = {flag: path for f in filters for flag, path in getattr(f, "worker_files", list)()}
+        outputs = {"output": config.output, "rejects": config.rejects}
+        run.require_reach(config.inputs, {**outputs, **opened})
         placed = place_inputs(
             named_inputs(config.inputs), config.formats, config.on_bad_file == "skip"
         )

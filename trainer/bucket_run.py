@@ -110,15 +110,15 @@ class BucketRun:
         return self.local
 
     def _download(self, step: int | None) -> None:
+        steps = self._committed()  # a step the bucket lacks is refused before any download
+        if step is not None and step not in steps:
+            shown = ", ".join(map(str, steps)) or "none"
+            raise BadInputError(f"{self.url}: no committed step {step} (committed: {shown})")
         for path in self._call("listing", self.fs.find, self.root):
             relative = path[len(self.root) :].lstrip("/")
             if relative.split("/")[0].startswith("step-") or relative in _LOCAL_ONLY:
                 continue
             self._get(path, self.local / relative)
-        steps = self._committed()
-        if step is not None and step not in steps:
-            shown = ", ".join(map(str, steps)) or "none"
-            raise BadInputError(f"{self.url}: no committed step {step} (committed: {shown})")
         if steps:
             chosen = step_dir(self.local, steps[-1] if step is None else step)
             partial = chosen.with_name(f".{chosen.name}.download")

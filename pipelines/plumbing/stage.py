@@ -117,10 +117,10 @@ class StageRun:
                 f"({remedy})",
             )
 
-    def require_reach(self, inputs: Sequence[str], outputs: dict[str, str | None]) -> None:
-        """`require_shared` for the outputs the workers write (by flag) and the inputs they
-        read, before anything is listed or locked."""
-        for name, path in outputs.items():
+    def require_reach(self, inputs: Sequence[str], paths: dict[str, str | None]) -> None:
+        """`require_shared` for the paths the workers write or open (by flag: outputs, a
+        filter's model) and the inputs they read, before anything is listed or locked."""
+        for name, path in paths.items():
             self.require_shared(name, path)
         for path in inputs:
             self.require_shared("input", path)

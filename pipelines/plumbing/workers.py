@@ -68,14 +68,20 @@ def _environment_type(runner: str, options: PipelineOptions) -> str:
         return str(portable.environment_type).upper()
     if portable.output_executable_path:
         return "DOCKER"
+    return "LOOPBACK" if _started_here(runner, options) else "DOCKER"
+
+
+def _started_here(runner: str, options: PipelineOptions) -> bool:
+    """Whether Beam starts `runner`'s cluster on this machine: Prism's always, Flink's for
+    its magic master names, Spark's for a local master."""
     if runner == "PrismRunner":
-        return "LOOPBACK"
-    if runner == "FlinkRunner" and options.view_as(FlinkRunnerOptions).flink_master in FLINK_HERE:
-        return "LOOPBACK"
-    spark_master = options.view_as(SparkRunnerOptions).spark_master_url
-    if runner == "SparkRunner" and re.match(SPARK_HERE, spark_master or ""):
-        return "LOOPBACK"
-    return "DOCKER"
+        return True
+    if runner == "FlinkRunner":
+        return options.view_as(FlinkRunnerOptions).flink_master in FLINK_HERE
+    if runner == "SparkRunner":
+        master = options.view_as(SparkRunnerOptions).spark_master_url or ""
+        return re.match(SPARK_HERE, master) is not None
+    return False
 
 
 def _external_address(config: str | None) -> str:
@@ -92,14 +98,12 @@ def _external_address(config: str | None) -> str:
 
 def _cluster(runner: str, options: PipelineOptions) -> str:
     """Where `runner`'s job runs: its job server, Flink master or Spark master."""
-    if runner == "FlinkRunner":
-        master = options.view_as(FlinkRunnerOptions).flink_master
-        return "localhost" if master in FLINK_HERE else str(master)
-    if runner == "SparkRunner":
-        master = options.view_as(SparkRunnerOptions).spark_master_url or ""
-        return "localhost" if re.match(SPARK_HERE, master) else master
-    if runner == "PrismRunner":
+    if _started_here(runner, options):
         return "localhost"
+    if runner == "FlinkRunner":
+        return str(options.view_as(FlinkRunnerOptions).flink_master)
+    if runner == "SparkRunner":
+        return str(options.view_as(SparkRunnerOptions).spark_master_url or "")
     endpoint = options.view_as(PortableOptions).job_endpoint or "embed"
     return "localhost" if endpoint == "embed" else endpoint
 

@@ -153,6 +153,10 @@ def test_inspect_reads_every_kind_on_a_bucket(bucket_run, small_build, tmp_path)
     assert _inspect(bucket_run, tmp_path)["last_step"] == STEPS
 
 
+def _files(root: Path) -> dict[Path, bytes]:
+    return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
 def test_export_reads_a_run_on_a_bucket(bucket_run, tmp_path) -> None:
     """`cloze export --run gs://...` (a GPU machine's run, exported elsewhere): the same
     files as the export of that run fetched by hand; a step the run pruned is one line
@@ -167,16 +171,7 @@ def test_export_reads_a_run_on_a_bucket(bucket_run, tmp_path) -> None:
     by_hand = _fetch(url, tmp_path / "hand" / "run")  # the card names the run by its name
     subprocess.run([*export, "--run", str(by_hand), "--output", str(tmp_path / "by-hand")],
                    check=True, timeout=300, capture_output=True)  # fmt: skip
-    ours = {
-        p.relative_to(tmp_path / "by-url"): p.read_bytes()
-        for p in (tmp_path / "by-url").rglob("*")
-        if p.is_file()
-    }
-    theirs = {
-        p.relative_to(tmp_path / "by-hand"): p.read_bytes()
-        for p in (tmp_path / "by-hand").rglob("*")
-        if p.is_file()
-    }
+    ours, theirs = _files(tmp_path / "by-url"), _files(tmp_path / "by-hand")
     assert Path("model.safetensors") in ours and ours == theirs
     pruned = subprocess.run(
         [*export, "--run", url, "--step", "3", "--output", str(tmp_path / "pruned")],
